@@ -1,0 +1,44 @@
+package dev.settle.ingest;
+
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ProblemDetail;
+
+import java.net.URI;
+
+/** A request refused with an RFC 9457 problem; thrown before anything is written. */
+public class ApiProblem extends RuntimeException {
+    private final HttpStatus status;
+    private final String type;
+
+    public ApiProblem(HttpStatus status, String type, String detail) {
+        super(detail);
+        this.status = status;
+        this.type = type;
+    }
+
+    public HttpStatus status() {
+        return status;
+    }
+
+    public ProblemDetail toProblemDetail(String instance) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(status, getMessage());
+        problem.setType(URI.create("https://settle.dev/problems/" + type));
+        problem.setTitle(status.getReasonPhrase());
+        if (instance != null) {
+            problem.setInstance(URI.create(instance));
+        }
+        return problem;
+    }
+
+    public static ApiProblem badRequest(String type, String detail) {
+        return new ApiProblem(HttpStatus.BAD_REQUEST, type, detail);
+    }
+
+    public static ApiProblem tooLarge(String type, String detail) {
+        return new ApiProblem(HttpStatus.CONTENT_TOO_LARGE, type, detail);
+    }
+
+    public static ApiProblem notFound(String detail) {
+        return new ApiProblem(HttpStatus.NOT_FOUND, "not-found", detail);
+    }
+}

@@ -1,0 +1,108 @@
+package dev.settle.ingest;
+
+import dev.settle.schema.DbTime;
+import org.springframework.dao.DuplicateKeyException;
+import org.springframework.http.HttpStatus;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * Promise 1, "accepted means durable": a message is stored, and the session's version bumped, in one short
+ * transaction; the caller answers 202 only after it committed.
+ *
+ * <ol>
+ *   <li>With an Idempotency-Key, look for the message it already created: same text → the same answer again,
+ *       other text → 422. Nothing is written.</li>
+ *   <li>Create the session or bump its version ({@link #UPSERT_SESSION}); the row lock serialises every writer
+ *       of this session until commit.</li>
+ *   <li>Read back the version and the database time of this message ({@link #READ_SESSION}).</li>
+ *   <li>Insert the message ({@link #INSERT_MESSAGE}); the unique index on (session, idempotency key) stops a
+ *       concurrent replay: the transaction rolls back (the version bump with it) and step 1 answers.</li>
+ * </ol>
+ */
+@Component
+public class MessageAcceptance {
+    static final String TENANT = "default";
+
+    static final String FIND_BY_KEY = """
+            SELECT m.message_uid, m.version, m.body_sha256
+              FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+             WHERE s.tenant_id = ? AND s.external_id = ? AND m.idempotency_key = ?""";
+
+    static final String UPSERT_SESSION = """
+            INSERT INTO chat_session (tenant_id, external_id, version, oldest_unanswered_at, last_message_at, created_at)
+            VALUES (?, ?, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+            ON DUPLICATE KEY UPDATE
+                version = version + 1,
+                oldest_unanswered_at = COALESCE(oldest_unanswered_at, UTC_TIMESTAMP(6)),
+                last_message_at = UTC_TIMESTAMP(6)""";
+
+    static final String READ_SESSION = """
+            SELECT id, version, oldest_unanswered_at, last_message_at
+              FROM chat_session WHERE tenant_id = ? AND external_id = ?""";
+
+    static final String INSERT_MESSAGE = """
+            INSERT INTO chat_message (message_uid, session_id, role, text, version, idempotency_key, body_sha256, created_at)
+            VALUES (?, ?, 'user', ?, ?, ?, ?, ?)""";
+
+    /** What the client is told; {@code replay} when an Idempotency-Key answered from the stored message. */
+    public record Accepted(long sessionPk, String sessionId, String messageId, long version,
+                           Instant acceptedAt, Instant oldestUnansweredAt, boolean replay) {
+    }
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+
+    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx) {
+        this.jdbc = jdbc;
+        this.tx = tx;
+    }
+
+    public Accepted accept(MessageRequest request) {
+        if (request.idempotencyKey() != null) {
+            Accepted replay = replay(request);
+            if (replay != null) {
+                return replay;
+            }
+        }
+        try {
+            return tx.execute(status -> insert(request));
+        } catch (DuplicateKeyException raced) {
+            Accepted replay = replay(request);
+            if (replay == null) {
+                throw raced;
+            }
+            return replay;
+        }
+    }
+
+    private Accepted insert(MessageRequest request) {
+        jdbc.update(UPSERT_SESSION, TENANT, request.sessionId());
+        record Row(long id, long version, Instant oldest, Instant now) {
+        }
+        Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"),
+                DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at")),
+                TENANT, request.sessionId());
+        String messageId = "msg_" + UUID.randomUUID();
+        jdbc.update(INSERT_MESSAGE, messageId, row.id(), request.text(), row.version(), request.idempotencyKey(),
+                request.bodySha256(), DbTime.utc(row.now()));
+        return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
+    }
+
+    private Accepted replay(MessageRequest request) {
+        List<Accepted> found = jdbc.query(FIND_BY_KEY, (rs, i) -> {
+            if (!rs.getString("body_sha256").equals(request.bodySha256())) {
+                throw new ApiProblem(HttpStatus.UNPROCESSABLE_CONTENT, "idempotency-key-reused",
+                        "this Idempotency-Key was already used with a different body");
+            }
+            return new Accepted(0, request.sessionId(), rs.getString("message_uid"), rs.getLong("version"),
+                    null, null, true);
+        }, TENANT, request.sessionId(), request.idempotencyKey());
+        return found.isEmpty() ? null : found.getFirst();
+    }
+}

@@ -1,0 +1,35 @@
+package dev.settle.ingest;
+
+import jakarta.servlet.http.HttpServletRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
+
+/** Every error leaves as application/problem+json (RFC 9457); Spring's own errors included. */
+@RestControllerAdvice
+public class ProblemHandler extends ResponseEntityExceptionHandler {
+    private static final Logger log = LoggerFactory.getLogger(ProblemHandler.class);
+
+    @ExceptionHandler(ApiProblem.class)
+    ResponseEntity<ProblemDetail> apiProblem(ApiProblem e, HttpServletRequest request) {
+        return ResponseEntity.status(e.status())
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                .body(e.toProblemDetail(request.getRequestURI()));
+    }
+
+    @ExceptionHandler(Exception.class)
+    ResponseEntity<ProblemDetail> unexpected(Exception e, HttpServletRequest request) {
+        log.error("unexpected error on {} {}", request.getMethod(), request.getRequestURI(), e);
+        ApiProblem problem = new ApiProblem(HttpStatus.INTERNAL_SERVER_ERROR, "internal",
+                "the request failed; nothing was accepted");
+        return ResponseEntity.status(500)
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem.toProblemDetail(request.getRequestURI()));
+    }
+}

@@ -1,0 +1,59 @@
+package dev.settle.ingest;
+
+import jakarta.servlet.http.HttpServletRequest;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** The public HTTP contract of Settle's ingest API ({@code /v1/sessions/...}). */
+@RestController
+@RequestMapping("/v1/sessions/{sessionId}")
+public class SessionController {
+    private final IngestSettings settings;
+    private final MessageAcceptance acceptance;
+    private final AcceptedEventPublisher publisher;
+    private final SessionViews views;
+
+    public SessionController(IngestSettings settings, MessageAcceptance acceptance,
+                             AcceptedEventPublisher publisher, SessionViews views) {
+        this.settings = settings;
+        this.acceptance = acceptance;
+        this.publisher = publisher;
+        this.views = views;
+    }
+
+    /** 202 only after the message committed; the event to the debounce worker follows the commit. */
+    @PostMapping(value = "/messages")
+    public ResponseEntity<Map<String, Object>> post(@PathVariable String sessionId, HttpServletRequest request)
+            throws IOException {
+        MessageRequest message = MessageRequest.read(sessionId, request, settings);
+        MessageAcceptance.Accepted accepted = acceptance.accept(message);
+        if (!accepted.replay()) {
+            publisher.publish(accepted);
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("sessionId", accepted.sessionId());
+        body.put("messageId", accepted.messageId());
+        body.put("version", accepted.version());
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
+    }
+
+    @GetMapping
+    public Map<String, Object> session(@PathVariable String sessionId) {
+        return views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId)).body();
+    }
+
+    @GetMapping("/messages")
+    public Map<String, Object> messages(@PathVariable String sessionId) {
+        SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+        return Map.of("messages", views.messages(session.pk()));
+    }
+}

@@ -1,0 +1,83 @@
+package dev.settle.ingest;
+
+import dev.settle.testsupport.SharedInfra;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+
+/** The ingest API started for real on a fresh database of the shared MariaDB and the shared broker. */
+final class IngestApp implements AutoCloseable {
+    static final String KEY = "test-key";
+    final ConfigurableApplicationContext context;
+    final String base;
+    final JdbcTemplate jdbc;
+    final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    IngestApp(String hint) {
+        context = new SpringApplicationBuilder(IngestApiApplication.class)
+                .properties(IngestApiApplication.defaultProperties())
+                .properties(Map.of(
+                        "server.port", "0",
+                        "settle.api-key", KEY,
+                        "spring.datasource.url", SharedInfra.newDatabase(hint),
+                        "spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap()))
+                .run();
+        int port = ((WebServerApplicationContext) context).getWebServer().getPort();
+        base = "http://127.0.0.1:" + port;
+        jdbc = context.getBean(JdbcTemplate.class);
+    }
+
+    HttpResponse<String> post(String path, String contentType, String body, String... headers) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
+                .POST(HttpRequest.BodyPublishers.ofString(body == null ? "" : body));
+        if (contentType != null) {
+            b.header("Content-Type", contentType);
+        }
+        b.header("Authorization", "Bearer " + KEY);
+        for (int i = 0; i < headers.length; i += 2) {
+            b.setHeader(headers[i], headers[i + 1]);
+        }
+        return send(b.build());
+    }
+
+    HttpResponse<String> postBytes(String path, byte[] body) {
+        return send(HttpRequest.newBuilder(URI.create(base + path))
+                .header("Content-Type", "application/json")
+                .header("Authorization", "Bearer " + KEY)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build());
+    }
+
+    HttpResponse<String> get(String path) {
+        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + KEY).GET().build());
+    }
+
+    HttpResponse<String> send(HttpRequest request) {
+        try {
+            return http.send(request, HttpResponse.BodyHandlers.ofString());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Rows of every Settle table, to prove that a refused request changed nothing. */
+    String fingerprint() {
+        StringBuilder sb = new StringBuilder();
+        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery"}) {
+            sb.append(table).append('=').append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1")).append('\n');
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}

@@ -1,0 +1,130 @@
+package dev.settle.ingest;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class MessageIngestTest {
+    static final JsonMapper JSON = JsonMapper.builder().build();
+    static IngestApp app;
+
+    @BeforeAll
+    static void start() {
+        app = new IngestApp("ingest");
+    }
+
+    @AfterAll
+    static void stop() {
+        app.close();
+    }
+
+    static String sid() {
+        return "s-" + UUID.randomUUID();
+    }
+
+    static JsonNode json(HttpResponse<String> r) {
+        return JSON.readTree(r.body());
+    }
+
+    @Test
+    void first_message_creates_the_session_at_version_1_and_versions_count_up() {
+        String s = sid();
+        HttpResponse<String> r1 = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hello\"}");
+        HttpResponse<String> r2 = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"again\"}");
+        assertEquals(202, r1.statusCode(), r1.body());
+        assertEquals(1, json(r1).get("version").asLong());
+        assertEquals(s, json(r1).get("sessionId").asString());
+        assertEquals(2, json(r2).get("version").asLong());
+
+        JsonNode session = json(app.get("/v1/sessions/" + s));
+        assertEquals(2, session.get("version").asLong());
+        assertEquals(0, session.get("repliedVersion").asLong());
+
+        JsonNode messages = json(app.get("/v1/sessions/" + s + "/messages")).get("messages");
+        assertEquals(2, messages.size());
+        assertEquals("hello", messages.get(0).get("text").asString());
+        assertEquals("user", messages.get(0).get("role").asString());
+        assertEquals(1, messages.get(0).get("version").asLong());
+        assertEquals(json(r2).get("messageId").asString(), messages.get(1).get("messageId").asString());
+    }
+
+    @Test
+    void same_idempotency_key_posted_5_times_concurrently_creates_one_message_and_five_identical_answers() throws Exception {
+        for (int round = 0; round < 5; round++) {
+            String s = sid();
+            CyclicBarrier barrier = new CyclicBarrier(5);
+            List<Future<HttpResponse<String>>> futures = new ArrayList<>();
+            try (ExecutorService pool = Executors.newFixedThreadPool(5)) {
+                for (int i = 0; i < 5; i++) {
+                    futures.add(pool.submit(() -> {
+                        barrier.await();
+                        return app.post("/v1/sessions/" + s + "/messages", "application/json",
+                                "{\"text\":\"double click\"}", "Idempotency-Key", "click-1");
+                    }));
+                }
+            }
+            Set<String> bodies = new HashSet<>();
+            for (Future<HttpResponse<String>> f : futures) {
+                assertEquals(202, f.get().statusCode(), f.get().body());
+                bodies.add(f.get().body());
+            }
+            assertEquals(1, bodies.size(), "five identical 202 bodies");
+            assertEquals(1, app.jdbc.queryForObject(
+                    "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
+                    Integer.class, s));
+            assertEquals(1, app.jdbc.queryForObject("SELECT version FROM chat_session WHERE external_id = ?", Long.class, s));
+
+            String before = app.fingerprint();
+            HttpResponse<String> other = app.post("/v1/sessions/" + s + "/messages", "application/json",
+                    "{\"text\":\"another body\"}", "Idempotency-Key", "click-1");
+            assertEquals(422, other.statusCode());
+            assertEquals("application/problem+json", other.headers().firstValue("Content-Type").orElse(""));
+            assertEquals(before, app.fingerprint());
+        }
+    }
+
+    @Test
+    void state_is_waiting_while_a_timer_is_armed_and_unknown_session_is_404() {
+        String s = sid();
+        app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"x\"}");
+        assertEquals("idle", json(app.get("/v1/sessions/" + s)).get("state").asString());
+        long pk = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s);
+        app.jdbc.update("INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at) "
+                + "VALUES (?, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, 1, 'message', UTC_TIMESTAMP(6))", pk);
+        assertEquals("waiting", json(app.get("/v1/sessions/" + s)).get("state").asString());
+        app.jdbc.update("UPDATE chat_session SET lease_token = 'x', lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", pk);
+        assertEquals("generating", json(app.get("/v1/sessions/" + s)).get("state").asString());
+        app.jdbc.update("DELETE FROM debounce_timer WHERE session_id = ?", pk);
+
+        HttpResponse<String> missing = app.get("/v1/sessions/" + sid());
+        assertEquals(404, missing.statusCode());
+        assertEquals("application/problem+json", missing.headers().firstValue("Content-Type").orElse(""));
+        assertEquals(404, app.get("/v1/sessions/" + sid() + "/messages").statusCode());
+    }
+
+    @Test
+    void unicode_text_round_trips_exactly() {
+        String s = sid();
+        String text = "午饭 35 — пообедал 🍜 \"quoted\"\n\ttabbed";
+        String body = JSON.writeValueAsString(java.util.Map.of("text", text));
+        assertEquals(202, app.post("/v1/sessions/" + s + "/messages", "application/json; charset=utf-8", body).statusCode());
+        assertEquals(text, json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0).get("text").asString());
+        assertTrue(json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0).get("createdAt").asString().endsWith("Z"));
+    }
+}

@@ -1,0 +1,18 @@
+package dev.settle.schema;
+
+/**
+ * Kafka topics of Settle. Every event is keyed by the session's internal id, so one session's events
+ * stay in one partition and in order. Events are wake-up hints: the database is the truth, so a lost or
+ * repeated event costs latency at most, never correctness.
+ */
+public final class Topics {
+    /** ingest-api → debounce-worker: a user message was committed. */
+    public static final String MESSAGE_ACCEPTED = "settle.message-accepted";
+    /** debounce-worker → agent-worker: a session's timer fired; answer what is pending. */
+    public static final String SESSION_READY = "settle.session-ready";
+
+    public static final int PARTITIONS = 12;
+
+    private Topics() {
+    }
+}

@@ -1,0 +1,124 @@
+--liquibase formatted sql
+
+-- The one schema of Settle. Every timestamp is DATETIME(6) in UTC, written by the database clock
+-- (UTC_TIMESTAMP(6)) in the statement that changes the state, never by a JVM clock.
+
+--changeset settle:1-chat-session
+CREATE TABLE chat_session (
+  id                   BIGINT       NOT NULL AUTO_INCREMENT,
+  tenant_id            VARCHAR(64)  NOT NULL DEFAULT 'default',
+  external_id          VARCHAR(128) NOT NULL,
+  -- bumped by every accepted user message; the version of a message is the value after its bump
+  version              BIGINT       NOT NULL DEFAULT 0,
+  -- highest version covered by a committed reply
+  replied_version      BIGINT       NOT NULL DEFAULT 0,
+  -- version a turn last failed at (model down): no automatic retry until version moves past it
+  failed_version       BIGINT       NOT NULL DEFAULT 0,
+  -- created_at of the oldest message with version > replied_version; NULL when all are answered
+  oldest_unanswered_at DATETIME(6)  NULL,
+  last_message_at      DATETIME(6)  NULL,
+  -- the session lease (fencing): token of the holder, epoch bumped on every claim, expiry on the DB clock
+  lease_token          CHAR(36)     NULL,
+  lease_epoch          BIGINT       NOT NULL DEFAULT 0,
+  lease_expires_at     DATETIME(6)  NULL,
+  created_at           DATETIME(6)  NOT NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_session_tenant_external (tenant_id, external_id),
+  KEY ix_session_unanswered (oldest_unanswered_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:1-chat-message
+CREATE TABLE chat_message (
+  id              BIGINT       NOT NULL AUTO_INCREMENT,
+  message_uid     VARCHAR(40)  NOT NULL,
+  session_id      BIGINT       NOT NULL,
+  role            VARCHAR(16)  NOT NULL,
+  text            MEDIUMTEXT   NOT NULL,
+  -- user messages: the session version after this message
+  version         BIGINT       NULL,
+  -- assistant messages: the span of user versions this reply answers
+  covers_from     BIGINT       NULL,
+  covers_version  BIGINT       NULL,
+  turn_id         BIGINT       NULL,
+  idempotency_key VARCHAR(255) NULL,
+  body_sha256     CHAR(64)     NULL,
+  created_at      DATETIME(6)  NOT NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_message_uid (message_uid),
+  UNIQUE KEY uk_message_session_version (session_id, version),
+  -- never two replies ending at the same version
+  UNIQUE KEY uk_message_session_covers (session_id, covers_version),
+  UNIQUE KEY uk_message_session_idempotency (session_id, idempotency_key),
+  KEY ix_message_session_order (session_id, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:1-chat-turn
+CREATE TABLE chat_turn (
+  id                BIGINT       NOT NULL AUTO_INCREMENT,
+  session_id        BIGINT       NOT NULL,
+  lease_token       CHAR(36)     NOT NULL,
+  lease_epoch       BIGINT       NOT NULL,
+  from_version      BIGINT       NOT NULL,
+  to_version        BIGINT       NOT NULL,
+  -- RUNNING -> COMMITTED | DISCARDED | FAILED, every transition guarded by lease_token
+  state             VARCHAR(16)  NOT NULL,
+  reason            VARCHAR(500) NULL,
+  model_calls       INT          NOT NULL DEFAULT 0,
+  prompt_tokens     INT          NOT NULL DEFAULT 0,
+  completion_tokens INT          NOT NULL DEFAULT 0,
+  started_at        DATETIME(6)  NOT NULL,
+  ended_at          DATETIME(6)  NULL,
+  PRIMARY KEY (id),
+  KEY ix_turn_session (session_id, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:1-debounce-timer
+-- Isolated from the conversation rows (seed 001): finishing a turn never touches a timer.
+CREATE TABLE debounce_timer (
+  session_id    BIGINT       NOT NULL,
+  fire_at       DATETIME(6)  NOT NULL,
+  -- oldest unanswered message + max-wait: fire_at never moves past it
+  deadline_at   DATETIME(6)  NOT NULL,
+  armed_version BIGINT       NOT NULL,
+  armed_by      VARCHAR(16)  NOT NULL,
+  armed_at      DATETIME(6)  NOT NULL,
+  PRIMARY KEY (session_id),
+  KEY ix_timer_fire (fire_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:1-webhook-delivery
+-- The outbox: one row per reply, written in the transaction that commits the reply.
+CREATE TABLE webhook_delivery (
+  id              BIGINT        NOT NULL AUTO_INCREMENT,
+  webhook_id      VARCHAR(64)   NOT NULL,
+  session_id      BIGINT        NOT NULL,
+  event_type      VARCHAR(32)   NOT NULL,
+  payload         MEDIUMTEXT    NOT NULL,
+  -- PENDING -> DELIVERED | FAILED; attempts are claimed by claim_token until claimed_until
+  status          VARCHAR(16)   NOT NULL,
+  attempts        INT           NOT NULL DEFAULT 0,
+  next_attempt_at DATETIME(6)   NOT NULL,
+  claim_token     CHAR(36)      NULL,
+  claimed_until   DATETIME(6)   NULL,
+  last_status     INT           NULL,
+  last_error      VARCHAR(1000) NULL,
+  created_at      DATETIME(6)   NOT NULL,
+  delivered_at    DATETIME(6)   NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_delivery_webhook_id (webhook_id),
+  KEY ix_delivery_due (status, next_attempt_at),
+  KEY ix_delivery_session (session_id, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:1-webhook-attempt
+CREATE TABLE webhook_attempt (
+  id          BIGINT        NOT NULL AUTO_INCREMENT,
+  delivery_id BIGINT        NOT NULL,
+  attempt_no  INT           NOT NULL,
+  started_at  DATETIME(6)   NOT NULL,
+  status_code INT           NULL,
+  latency_ms  BIGINT        NULL,
+  error       VARCHAR(1000) NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_attempt_delivery_no (delivery_id, attempt_no)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -1,0 +1,39 @@
+package dev.settle.testsupport;
+
+import org.springframework.kafka.test.EmbeddedKafkaKraftBroker;
+
+import java.util.Map;
+
+/** A real single-node KRaft Kafka broker in this JVM (spring-kafka-test's broker, the real broker code). */
+public final class EmbeddedKafka implements AutoCloseable {
+    private final EmbeddedKafkaKraftBroker broker;
+
+    private EmbeddedKafka(EmbeddedKafkaKraftBroker broker) {
+        this.broker = broker;
+    }
+
+    /** Starts a broker; {@code port} 0 picks a free one. */
+    public static EmbeddedKafka start(int port) {
+        EmbeddedKafkaKraftBroker broker = new EmbeddedKafkaKraftBroker(1, 12);
+        if (port != 0) {
+            broker.kafkaPorts(port);
+        }
+        broker.brokerProperties(Map.of(
+                "auto.create.topics.enable", "true",
+                "num.partitions", "12",
+                "group.initial.rebalance.delay.ms", "0",
+                "offsets.topic.num.partitions", "12",
+                "log.retention.hours", "24"));
+        broker.afterPropertiesSet();
+        return new EmbeddedKafka(broker);
+    }
+
+    public String bootstrapServers() {
+        return broker.getBrokersAsString();
+    }
+
+    @Override
+    public void close() {
+        broker.destroy();
+    }
+}
