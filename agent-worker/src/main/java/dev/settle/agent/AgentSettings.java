@@ -1,0 +1,50 @@
+package dev.settle.agent;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+import java.time.Duration;
+import java.util.List;
+
+/** Configuration of the agent worker, bound from {@code settle.*} (environment: {@code SETTLE_...}). */
+@ConfigurationProperties("settle")
+public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce debounce, @DefaultValue Llm llm,
+                            @DefaultValue Webhook webhook, @DefaultValue Agent agent) {
+
+    /** @param ttl lease time-to-live on the DB clock; heartbeats renew it every ttl / 3 */
+    public record Lease(@DefaultValue("15s") Duration ttl) {
+        public Duration heartbeat() {
+            return ttl.dividedBy(3);
+        }
+    }
+
+    /** The agent needs the window (to re-arm) and max-wait (to commit past it). */
+    public record Debounce(@DefaultValue("1500ms") Duration window, @DefaultValue("10s") Duration maxwait) {
+    }
+
+    /**
+     * @param url         OpenAI-compatible base URL ending in /v1; unset = the offline demo model
+     * @param maxAttempts model calls per turn before the turn fails
+     * @param backoff     first retry delay, doubled per attempt
+     */
+    public record Llm(String url, @DefaultValue("gpt-4o-mini") String model, String key,
+                      @DefaultValue("3") int maxAttempts, @DefaultValue("500ms") Duration backoff,
+                      @DefaultValue("60s") Duration timeout) {
+    }
+
+    /**
+     * @param url      where replies are POSTed; unset = deliveries wait in the outbox
+     * @param secret   whsec_ secret(s), space separated during rotation
+     * @param schedule delays before each attempt (the first is usually 0s)
+     */
+    public record Webhook(String url, String secret,
+                          @DefaultValue({"0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"}) List<Duration> schedule,
+                          @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval) {
+    }
+
+    /** @param maxInFlight turns one worker runs at once; further SessionReady events wait */
+    public record Agent(@DefaultValue("4096") int maxInFlight, @DefaultValue("50") int historyLimit,
+                        @DefaultValue("You are Settle's assistant. Several user messages in a row form one request: answer them together, once.")
+                        String systemPrompt) {
+    }
+}

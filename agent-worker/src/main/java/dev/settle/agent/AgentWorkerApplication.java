@@ -1,0 +1,47 @@
+package dev.settle.agent;
+
+import dev.settle.schema.Topology;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Import;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The agent worker: claims a session's lease when its timer fires, answers every pending message in one
+ * turn, commits the reply only if it is still current, and delivers replies from the outbox by webhook.
+ */
+@SpringBootApplication
+@EnableConfigurationProperties(AgentSettings.class)
+@Import(Topology.class)
+public class AgentWorkerApplication {
+
+    public static Map<String, Object> defaultProperties() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("spring.application.name", "agent-worker");
+        p.put("spring.main.web-application-type", "none");
+        p.put("spring.threads.virtual.enabled", "true");
+        p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
+        p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true");
+        p.put("spring.datasource.username", "root");
+        p.put("spring.datasource.password", "");
+        p.put("spring.datasource.hikari.maximum-pool-size", "20");
+        p.put("spring.kafka.bootstrap-servers", "localhost:9092");
+        p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.put("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.put("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
+        p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
+        p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
+        p.put("spring.kafka.consumer.group-id", "settle-agent");
+        p.put("spring.kafka.listener.concurrency", "3");
+        return p;
+    }
+
+    public static void main(String[] args) {
+        SpringApplication app = new SpringApplication(AgentWorkerApplication.class);
+        app.setDefaultProperties(defaultProperties());
+        app.run(args);
+    }
+}

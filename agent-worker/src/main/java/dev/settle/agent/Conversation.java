@@ -1,0 +1,86 @@
+package dev.settle.agent;
+
+import dev.settle.schema.DbTime;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * What a turn answers and what the model may see: the unanswered span (replied_version, version] of the
+ * session as the lease holder reads it, and the committed history before it. Only committed rows exist in
+ * chat_message, so the model's context is clean by construction (promise 6).
+ */
+@Component
+public class Conversation {
+    static final String SNAPSHOT = """
+            SELECT version, replied_version, oldest_unanswered_at
+              FROM chat_session WHERE id = ? AND lease_token = ?""";
+
+    static final String MESSAGES = """
+            SELECT message_uid, role, text, version, covers_version
+              FROM chat_message
+             WHERE session_id = ? AND (version IS NULL OR version <= ?)
+             ORDER BY id DESC LIMIT ?""";
+
+    public record Message(String uid, String role, String text, long version) {
+    }
+
+    /**
+     * @param fromVersion first unanswered version (replied_version + 1)
+     * @param toVersion   the session version this turn answers
+     * @param history     committed messages before the span, oldest first
+     * @param pending     the unanswered user messages, in version order
+     */
+    public record Snapshot(long sessionId, long fromVersion, long toVersion, Instant oldestUnansweredAt,
+                           List<Message> history, List<Message> pending) {
+        public List<String> pendingIds() {
+            return pending.stream().map(Message::uid).toList();
+        }
+    }
+
+    private final JdbcTemplate jdbc;
+    private final int historyLimit;
+
+    public Conversation(JdbcTemplate jdbc, AgentSettings settings) {
+        this.jdbc = jdbc;
+        this.historyLimit = settings.agent().historyLimit();
+    }
+
+    /** @return the snapshot, or null when the lease is gone or nothing is unanswered */
+    public Snapshot load(SessionLease.Lease lease) {
+        record Head(long version, long replied, Instant oldest) {
+        }
+        List<Head> heads = jdbc.query(SNAPSHOT, (rs, i) -> new Head(rs.getLong("version"),
+                rs.getLong("replied_version"), DbTime.instant(rs, "oldest_unanswered_at")),
+                lease.sessionId(), lease.token());
+        if (heads.isEmpty() || heads.getFirst().version() <= heads.getFirst().replied()) {
+            return null;
+        }
+        Head head = heads.getFirst();
+        long unanswered = head.version() - head.replied();
+        List<Message> rows = new ArrayList<>(jdbc.query(MESSAGES, (rs, i) -> new Message(rs.getString("message_uid"),
+                rs.getString("role"), rs.getString("text"),
+                "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version")),
+                lease.sessionId(), head.version(), historyLimit + unanswered));
+        // a reply sits right after the last user message it covers
+        rows.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
+        List<Message> history = new ArrayList<>();
+        List<Message> pending = new ArrayList<>();
+        for (Message m : rows) {
+            if ("user".equals(m.role()) && m.version() > head.replied()) {
+                pending.add(m);
+            } else {
+                history.add(m);
+            }
+        }
+        if (pending.size() != unanswered) {
+            throw new IllegalStateException("session " + lease.sessionId() + " expected " + unanswered
+                    + " unanswered messages, found " + pending.size());
+        }
+        return new Snapshot(lease.sessionId(), head.replied() + 1, head.version(), head.oldest(), history, pending);
+    }
+}

@@ -1,0 +1,87 @@
+package dev.settle.agent;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import java.time.Duration;
+import java.util.UUID;
+
+/**
+ * Promise 3, "one reply per burst": a reply is committed only by the live lease holder and only if no newer
+ * message exists — or the max-wait deadline of the oldest unanswered message has passed (promise 4), in
+ * which case it commits for the versions it saw and the newer ones form the next turn.
+ *
+ * <ol>
+ *   <li>{@link #ADVANCE}: one guarded UPDATE moves replied_version from the turn's start to its end. It checks
+ *       the lease token and its expiry, the expected replied_version, and the version (or the deadline) in
+ *       the same statement. 0 rows = discard; nothing else is written.</li>
+ *   <li>In the same transaction: the reply row (unique per covered version), the turn's COMMITTED transition,
+ *       and the outbox row of its webhook ({@link Outbox}).</li>
+ * </ol>
+ */
+@Component
+public class ReplyCommit {
+    static final String ADVANCE = """
+            UPDATE chat_session
+               SET replied_version = ?,
+                   oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
+                                            WHERE m.session_id = ? AND m.version > ?)
+             WHERE id = ?
+               AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)
+               AND replied_version = ?
+               AND (version = ? OR oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)""";
+
+    static final String INSERT_REPLY = """
+            INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
+            VALUES (?, ?, 'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6))""";
+
+    static final String COMMIT_TURN = """
+            UPDATE chat_turn SET state = 'COMMITTED', ended_at = UTC_TIMESTAMP(6)
+             WHERE id = ? AND state = 'RUNNING' AND lease_token = ?""";
+
+    static final String WHY_NOT = """
+            SELECT (lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)) AS ours, version
+              FROM chat_session WHERE id = ?""";
+
+    public enum Outcome { COMMITTED, SUPERSEDED, LEASE_LOST }
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final Outbox outbox;
+    private final Duration maxWait;
+
+    public ReplyCommit(JdbcTemplate jdbc, PlatformTransactionManager txManager, Outbox outbox, AgentSettings settings) {
+        this.jdbc = jdbc;
+        this.tx = new TransactionTemplate(txManager);
+        this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
+        this.outbox = outbox;
+        this.maxWait = settings.debounce().maxwait();
+    }
+
+    public Outcome commit(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String text) {
+        Boolean committed = tx.execute(status -> {
+            int rows = jdbc.update(ADVANCE, turn.toVersion(), lease.sessionId(), turn.toVersion(), lease.sessionId(),
+                    lease.token(), turn.fromVersion() - 1, turn.toVersion(), SessionLease.micros(maxWait));
+            SessionLease.expectAtMostOne(rows, "advance replied_version");
+            if (rows == 0) {
+                return false;
+            }
+            String replyId = "msg_" + UUID.randomUUID();
+            jdbc.update(INSERT_REPLY, replyId, lease.sessionId(), text, turn.fromVersion(), turn.toVersion(), turnId);
+            if (jdbc.update(COMMIT_TURN, turnId, lease.token()) != 1) {
+                throw new IllegalStateException("turn " + turnId + " was not RUNNING at commit");
+            }
+            outbox.replyCreated(lease.sessionId(), replyId, text, turn);
+            return true;
+        });
+        if (Boolean.TRUE.equals(committed)) {
+            return Outcome.COMMITTED;
+        }
+        Boolean ours = jdbc.query(WHY_NOT, rs -> rs.next() ? rs.getBoolean("ours") : false, lease.token(),
+                lease.sessionId());
+        return Boolean.TRUE.equals(ours) ? Outcome.SUPERSEDED : Outcome.LEASE_LOST;
+    }
+}

@@ -1,0 +1,100 @@
+package dev.settle.agent;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+
+import java.time.Duration;
+import java.util.UUID;
+
+/**
+ * The session lease: at most one live holder per session, fenced by a token and an epoch, timed by the
+ * database clock.
+ *
+ * <ol>
+ *   <li>Claim: one CAS UPDATE ({@link #CLAIM}) that succeeds only if nobody holds a live lease and there is
+ *       work (unanswered, not failed at this version). A new random token and epoch + 1 make every later write
+ *       of a previous holder fail. Affected rows 1 = ours, 0 = busy or nothing to do (normal).</li>
+ *   <li>Heartbeat ({@link #HEARTBEAT}) renews only a lease that is still ours <em>and still live</em>: a holder
+ *       paused past its TTL is dead even if nobody took over yet.</li>
+ *   <li>Release ({@link #RELEASE}) clears only our own token.</li>
+ * </ol>
+ */
+@Component
+public class SessionLease {
+    private static final Logger log = LoggerFactory.getLogger(SessionLease.class);
+
+    static final String CLAIM = """
+            UPDATE chat_session
+               SET lease_token = ?, lease_epoch = lease_epoch + 1,
+                   lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+             WHERE id = ?
+               AND (lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6))
+               AND version > replied_version
+               AND version > failed_version""";
+
+    static final String EPOCH = "SELECT lease_epoch FROM chat_session WHERE id = ? AND lease_token = ?";
+
+    static final String HEARTBEAT = """
+            UPDATE chat_session
+               SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+
+    static final String RELEASE = """
+            UPDATE chat_session SET lease_token = NULL, lease_expires_at = NULL
+             WHERE id = ? AND lease_token = ?""";
+
+    /** A claimed lease; every write made under it carries {@code token}. */
+    public record Lease(long sessionId, String token, long epoch) {
+    }
+
+    private final JdbcTemplate jdbc;
+    private final Duration ttl;
+
+    public SessionLease(JdbcTemplate jdbc, AgentSettings settings) {
+        this.jdbc = jdbc;
+        this.ttl = settings.lease().ttl();
+    }
+
+    /** @return the lease, or null when the session is busy or has nothing to answer */
+    public Lease claim(long sessionId) {
+        String token = UUID.randomUUID().toString();
+        int rows = jdbc.update(CLAIM, token, micros(ttl), sessionId);
+        if (rows == 0) {
+            log.debug("session {} busy or nothing to answer", sessionId);
+            return null;
+        }
+        expectOne(rows, "claim");
+        Long epoch = jdbc.queryForObject(EPOCH, Long.class, sessionId, token);
+        return new Lease(sessionId, token, epoch);
+    }
+
+    /** @return false when the lease is lost: the holder must stop and write nothing more */
+    public boolean heartbeat(Lease lease) {
+        int rows = jdbc.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
+        expectAtMostOne(rows, "heartbeat");
+        return rows == 1;
+    }
+
+    public void release(Lease lease) {
+        int rows = jdbc.update(RELEASE, lease.sessionId(), lease.token());
+        expectAtMostOne(rows, "release");
+    }
+
+    static long micros(Duration d) {
+        return d.toNanos() / 1000;
+    }
+
+    private static void expectOne(int rows, String what) {
+        if (rows != 1) {
+            throw new IllegalStateException(what + " touched " + rows + " rows");
+        }
+    }
+
+    static void expectAtMostOne(int rows, String what) {
+        if (rows > 1) {
+            throw new IllegalStateException(what + " touched " + rows + " rows");
+        }
+    }
+}

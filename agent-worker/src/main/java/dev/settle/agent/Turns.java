@@ -1,0 +1,74 @@
+package dev.settle.agent;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.GeneratedKeyHolder;
+import org.springframework.stereotype.Component;
+
+import java.sql.PreparedStatement;
+import java.sql.Statement;
+
+/**
+ * The turn state machine, one row per attempt to answer a span of versions:
+ * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every transition is one UPDATE guarded by the session's
+ * current lease token, so only the live holder moves a turn; COMMITTED is written by {@link ReplyCommit}
+ * inside the commit transaction.
+ */
+@Component
+public class Turns {
+    static final String BEGIN = """
+            INSERT INTO chat_turn (session_id, lease_token, lease_epoch, from_version, to_version, state, started_at)
+            VALUES (?, ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6))""";
+
+    /** Closes a RUNNING turn; the join on chat_session is the lease guard. */
+    static final String END = """
+            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
+               SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6)
+             WHERE t.id = ? AND t.state = 'RUNNING' AND s.lease_token = ?""";
+
+    /** Turns left RUNNING by a holder that lost its lease (crashed or paused): closed by the next holder. */
+    static final String CLOSE_ABANDONED = """
+            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
+               SET t.state = 'FAILED', t.reason = 'abandoned: its holder lost the lease', t.ended_at = UTC_TIMESTAMP(6)
+             WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ? AND s.lease_token = ?""";
+
+    static final String COUNT_CALLS = """
+            UPDATE chat_turn SET model_calls = model_calls + 1, prompt_tokens = prompt_tokens + ?,
+                   completion_tokens = completion_tokens + ?
+             WHERE id = ? AND lease_token = ?""";
+
+    private final JdbcTemplate jdbc;
+
+    public Turns(JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    public long begin(SessionLease.Lease lease, long fromVersion, long toVersion) {
+        jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
+        GeneratedKeyHolder keys = new GeneratedKeyHolder();
+        jdbc.update(c -> {
+            PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
+            ps.setLong(1, lease.sessionId());
+            ps.setString(2, lease.token());
+            ps.setLong(3, lease.epoch());
+            ps.setLong(4, fromVersion);
+            ps.setLong(5, toVersion);
+            return ps;
+        }, keys);
+        return keys.getKey().longValue();
+    }
+
+    /** @return false when the lease is gone (the next holder closes the turn) */
+    public boolean end(SessionLease.Lease lease, long turnId, String state, String reason) {
+        int rows = jdbc.update(END, state, truncate(reason), turnId, lease.token());
+        SessionLease.expectAtMostOne(rows, "end turn");
+        return rows == 1;
+    }
+
+    public void countCall(SessionLease.Lease lease, long turnId, int promptTokens, int completionTokens) {
+        jdbc.update(COUNT_CALLS, promptTokens, completionTokens, turnId, lease.token());
+    }
+
+    static String truncate(String s) {
+        return s == null || s.length() <= 500 ? s : s.substring(0, 500);
+    }
+}

@@ -1,0 +1,66 @@
+package dev.settle.agent;
+
+import dev.settle.testsupport.SharedInfra;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+
+/** An agent worker started for real on a fresh database; tests drive its named pieces directly. */
+final class AgentContext implements AutoCloseable {
+    final ConfigurableApplicationContext context;
+    final JdbcTemplate jdbc;
+
+    AgentContext(String hint, Map<String, Object> extra) {
+        Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
+        props.put("spring.datasource.url", SharedInfra.newDatabase(hint));
+        props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
+        props.put("spring.kafka.consumer.group-id", "agent-test-" + UUID.randomUUID());
+        // this context must not react to other tests' events: listen to a topic nobody writes
+        props.put("spring.kafka.listener.auto-startup", "false");
+        props.put("spring.datasource.hikari.maximum-pool-size", "40");
+        props.putAll(extra);
+        context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props).run();
+        jdbc = context.getBean(JdbcTemplate.class);
+    }
+
+    <T> T bean(Class<T> type) {
+        return context.getBean(type);
+    }
+
+    /** A session with {@code version} unanswered user messages, as the ingest API would have left it. */
+    long sessionWithMessages(int version) {
+        String external = "agent-" + UUID.randomUUID();
+        jdbc.update("""
+                INSERT INTO chat_session (external_id, version, oldest_unanswered_at, last_message_at, created_at)
+                VALUES (?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""", external, version);
+        long id = jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, external);
+        for (int v = 1; v <= version; v++) {
+            jdbc.update("""
+                    INSERT INTO chat_message (message_uid, session_id, role, text, version, created_at)
+                    VALUES (?, ?, 'user', ?, ?, UTC_TIMESTAMP(6))""", "msg_" + UUID.randomUUID(), id, "message " + v, v);
+        }
+        return id;
+    }
+
+    /** What ingest does for one more message. */
+    void newMessage(long sessionId) {
+        jdbc.update("UPDATE chat_session SET version = version + 1, last_message_at = UTC_TIMESTAMP(6) WHERE id = ?", sessionId);
+        long v = jdbc.queryForObject("SELECT version FROM chat_session WHERE id = ?", Long.class, sessionId);
+        jdbc.update("""
+                INSERT INTO chat_message (message_uid, session_id, role, text, version, created_at)
+                VALUES (?, ?, 'user', ?, ?, UTC_TIMESTAMP(6))""", "msg_" + UUID.randomUUID(), sessionId, "message " + v, v);
+    }
+
+    int count(String sql, Object... args) {
+        return jdbc.queryForObject(sql, Integer.class, args);
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}

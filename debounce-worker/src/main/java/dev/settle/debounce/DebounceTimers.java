@@ -1,0 +1,92 @@
+package dev.settle.debounce;
+
+import dev.settle.schema.DbTime;
+import dev.settle.schema.MessageAccepted;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.stereotype.Component;
+
+import java.time.Instant;
+
+/**
+ * The debounce timer table: one row per session that is waiting to be answered ({@code debounce_timer},
+ * isolated from {@code chat_session}, so finishing a turn never touches a timer).
+ *
+ * <p>Arming, in one statement ({@link #ARM}):
+ * <ol>
+ *   <li>Select the session only if the event's version is still unanswered
+ *       ({@code replied_version < version}); a redelivered event for an answered version selects nothing and
+ *       arms nothing.</li>
+ *   <li>No row yet: insert {@code deadline_at = oldestUnansweredAt + maxwait} and
+ *       {@code fire_at = LEAST(acceptedAt + window, deadline_at)}.</li>
+ *   <li>Row exists (a burst in progress): {@code deadline_at} keeps the earlier of the two deadlines, then
+ *       {@code fire_at = LEAST(GREATEST(fire_at, acceptedAt + window), deadline_at)} and
+ *       {@code armed_version = GREATEST(...)}. GREATEST/LEAST make the update idempotent and commutative, so
+ *       redelivered and reordered events leave the same row. {@code armed_by}/{@code armed_at} keep who
+ *       created the row: a sweeper row (deadline = due now) stays due now and keeps cause {@code sweeper}.</li>
+ * </ol>
+ * All times come from the database clock: {@code acceptedAt} and {@code oldestUnansweredAt} were read from
+ * it by ingest-api; the window and max-wait are added in SQL to the bound UTC DATETIME(6) values.
+ *
+ * <p>Keeping the earlier deadline (rather than always the stored one) is deliberate: with reordering the
+ * stored row may come from the later event, and the bounded-wait promise is about the oldest message.
+ */
+@Component
+public class DebounceTimers {
+    private static final Logger log = LoggerFactory.getLogger(DebounceTimers.class);
+
+    // MySQL/MariaDB evaluate ON DUPLICATE KEY UPDATE assignments left to right: fire_at sees the new deadline_at.
+    static final String ARM = """
+            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
+            SELECT s.id,
+                   LEAST(CAST(:acceptedAt AS DATETIME(6)) + INTERVAL :windowMicros MICROSECOND,
+                         CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
+                   CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND,
+                   :version, 'message', UTC_TIMESTAMP(6)
+              FROM chat_session s
+             WHERE s.id = :sessionId
+               AND s.replied_version < :version
+            ON DUPLICATE KEY UPDATE
+              deadline_at   = LEAST(debounce_timer.deadline_at,
+                                    CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
+              fire_at       = LEAST(GREATEST(debounce_timer.fire_at,
+                                             CAST(:acceptedAt AS DATETIME(6)) + INTERVAL :windowMicros MICROSECOND),
+                                    debounce_timer.deadline_at),
+              armed_version = GREATEST(debounce_timer.armed_version, :version)
+            """;
+
+    private final JdbcClient jdbc;
+    private final DebounceSettings settings;
+
+    public DebounceTimers(JdbcClient jdbc, DebounceSettings settings) {
+        this.jdbc = jdbc;
+        this.settings = settings;
+    }
+
+    /**
+     * Arms or extends the session's timer for this accepted message.
+     *
+     * @return false when nothing was armed: the version is already answered or the session does not exist
+     */
+    public boolean arm(MessageAccepted event) {
+        Instant oldest = event.oldestUnansweredAt() != null ? event.oldestUnansweredAt() : event.acceptedAt();
+        int rows = jdbc.sql(ARM)
+                .param("sessionId", event.sessionId())
+                .param("version", event.version())
+                .param("acceptedAt", DbTime.utc(event.acceptedAt()))
+                .param("oldestAt", DbTime.utc(oldest))
+                .param("windowMicros", DebounceSettings.micros(settings.window()))
+                .param("maxwaitMicros", DebounceSettings.micros(settings.maxwait()))
+                .update();
+        // 1 = inserted (or, with the driver's found-rows default, an unchanged duplicate); 2 = extended.
+        if (rows > 2) {
+            throw new IllegalStateException("arming session " + event.sessionId() + " touched " + rows + " rows");
+        }
+        if (rows == 0) {
+            log.debug("session {} version {} already answered or unknown: nothing armed", event.sessionId(),
+                    event.version());
+        }
+        return rows > 0;
+    }
+}

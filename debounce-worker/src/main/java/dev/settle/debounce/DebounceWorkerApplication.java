@@ -1,0 +1,58 @@
+package dev.settle.debounce;
+
+import dev.settle.schema.Topology;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Import;
+import org.springframework.scheduling.annotation.EnableScheduling;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The debounce worker: turns bursts of MessageAccepted into one SessionReady per burst, through the
+ * {@code debounce_timer} table ({@link DebounceTimers}, {@link TimerFirer}, {@link StrandedSessionSweeper}).
+ * Any number of instances may run against one database and one consumer group.
+ *
+ * <p>The jar carries no application.properties (several Settle apps share one classpath in the quickstart);
+ * {@link #defaultProperties()} holds the defaults, and anything in the environment overrides them.
+ */
+@SpringBootApplication
+@Import(Topology.class)
+@EnableScheduling
+@EnableConfigurationProperties({DebounceSettings.class, SweeperSettings.class})
+public class DebounceWorkerApplication {
+
+    public static Map<String, Object> defaultProperties() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("spring.application.name", "debounce-worker");
+        p.put("spring.main.web-application-type", "none");
+        p.put("spring.threads.virtual.enabled", "true");
+        p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
+        p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle");
+        p.put("spring.datasource.username", "root");
+        p.put("spring.datasource.password", "");
+        // Consistent (lock-free) reads of chat_session inside INSERT ... SELECT, and no gap locks on the timer
+        // index, so arming never waits on ingest or agent transactions (REPEATABLE READ would take S-locks).
+        p.put("spring.datasource.hikari.transaction-isolation", "TRANSACTION_READ_COMMITTED");
+        p.put("spring.kafka.bootstrap-servers", "localhost:9092");
+        p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.put("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.put("spring.kafka.producer.acks", "all");
+        // TimerFirer holds its timer-row locks while it waits for acks: fail fast when the broker is away.
+        p.put("spring.kafka.producer.properties.max.block.ms", "5000");
+        p.put("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
+        p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
+        p.put("spring.kafka.consumer.group-id", "settle-debounce");
+        p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
+        p.put("settle.debounce.group-id", "settle-debounce");
+        return p;
+    }
+
+    public static void main(String[] args) {
+        SpringApplication app = new SpringApplication(DebounceWorkerApplication.class);
+        app.setDefaultProperties(defaultProperties());
+        app.run(args);
+    }
+}

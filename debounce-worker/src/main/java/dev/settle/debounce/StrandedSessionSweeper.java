@@ -1,0 +1,79 @@
+package dev.settle.debounce;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.scheduling.annotation.SchedulingConfigurer;
+import org.springframework.scheduling.config.FixedDelayTask;
+import org.springframework.scheduling.config.ScheduledTaskRegistrar;
+import org.springframework.stereotype.Component;
+
+/**
+ * Wakes sessions that nothing else will wake: their MessageAccepted events were lost, or the agent that held
+ * their lease died mid-turn. Kafka events are hints; this sweep over the database is what guarantees that
+ * every accepted message is answered without client action.
+ *
+ * <p>Every {@code settle.sweeper.interval}, one statement ({@link #ARM_STRANDED}):
+ * <ol>
+ *   <li>Select sessions with unanswered messages ({@code oldest_unanswered_at IS NOT NULL AND
+ *       version > replied_version}) that have not failed at this version ({@code version > failed_version}),
+ *       hold no live lease ({@code lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6)}), have no
+ *       timer row (anti-join), and whose last message is older than {@code grace}.</li>
+ *   <li>Insert a timer for each that is due now ({@code fire_at = deadline_at = UTC_TIMESTAMP(6)},
+ *       {@code armed_by = 'sweeper'}), so {@link TimerFirer} publishes it on its next round with cause
+ *       {@code sweeper}.</li>
+ *   <li>A timer armed concurrently by a message wins: {@code ON DUPLICATE KEY UPDATE session_id = session_id}
+ *       leaves it untouched (no {@code INSERT IGNORE}, which would swallow other errors too).</li>
+ * </ol>
+ * A session that stays stranded (no agent alive) is woken again each interval until it is answered, fails,
+ * or gets a live lease.
+ */
+@Component
+public class StrandedSessionSweeper implements SchedulingConfigurer {
+    private static final Logger log = LoggerFactory.getLogger(StrandedSessionSweeper.class);
+
+    static final String ARM_STRANDED = """
+            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
+            SELECT s.id, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), s.version, 'sweeper', UTC_TIMESTAMP(6)
+              FROM chat_session s
+             WHERE s.oldest_unanswered_at IS NOT NULL
+               AND s.version > s.replied_version
+               AND s.version > s.failed_version
+               AND (s.lease_token IS NULL OR s.lease_expires_at < UTC_TIMESTAMP(6))
+               AND s.last_message_at < UTC_TIMESTAMP(6) - INTERVAL :graceMicros MICROSECOND
+               AND NOT EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id)
+            ON DUPLICATE KEY UPDATE session_id = session_id
+            """;
+
+    private final JdbcClient jdbc;
+    private final SweeperSettings settings;
+
+    public StrandedSessionSweeper(JdbcClient jdbc, SweeperSettings settings) {
+        this.jdbc = jdbc;
+        this.settings = settings;
+    }
+
+    /** One sweep; returns the rows the statement reported (one per newly armed session). */
+    public int sweep() {
+        int armed = jdbc.sql(ARM_STRANDED)
+                .param("graceMicros", DebounceSettings.micros(settings.grace()))
+                .update();
+        if (armed > 0) {
+            log.info("armed {} stranded session(s)", armed);
+        }
+        return armed;
+    }
+
+    @Override
+    public void configureTasks(ScheduledTaskRegistrar registrar) {
+        registrar.addFixedDelayTask(new FixedDelayTask(this::sweepLogged, settings.interval(), settings.interval()));
+    }
+
+    private void sweepLogged() {
+        try {
+            sweep();
+        } catch (RuntimeException e) {
+            log.warn("stranded-session sweep failed; next one in {}", settings.interval(), e);
+        }
+    }
+}

@@ -1,0 +1,201 @@
+package dev.settle.debounce;
+
+import dev.settle.schema.DbTime;
+import dev.settle.schema.EventCodec;
+import dev.settle.schema.SessionReady;
+import dev.settle.schema.Topics;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Fires due debounce timers: each armed row becomes exactly one {@link SessionReady} on
+ * {@link Topics#SESSION_READY}, however many debounce-worker instances poll the same table.
+ *
+ * <p>One loop on its own platform thread, started and stopped with the application. Each round:
+ * <ol>
+ *   <li>Begin a short transaction and lock up to {@code batchSize} due rows
+ *       ({@code fire_at <= UTC_TIMESTAMP(6)}) with {@code FOR UPDATE SKIP LOCKED} ({@link #LOCK_DUE}); rows
+ *       another instance holds are skipped, not waited for. The cause is derived in the same statement:
+ *       {@code sweeper} if the sweeper armed it, {@code maxwait} if fire_at reached deadline_at, else
+ *       {@code window}; {@code firedAt} is the database clock.</li>
+ *   <li>Publish one SessionReady per row, keyed by the session id, and wait for the broker's acks.</li>
+ *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each) and
+ *       commit.</li>
+ *   <li>If publishing or deleting fails, roll back: the rows stay and fire on a later round (the events are
+ *       hints, so a repeat after a partial publish is harmless); log and back off.</li>
+ *   <li>A full batch means a backlog: go again at once; otherwise wait {@code pollInterval}.</li>
+ * </ol>
+ * Holding the row lock until the delete commits is what makes a fire exactly once per arm: a message that
+ * arrives meanwhile waits for the lock (at most the publish timeout), then finds no row and arms a fresh
+ * timer, instead of being deleted unseen with the fired one. The lock is on the timer row only, never on
+ * {@code chat_session}.
+ */
+@Component
+public class TimerFirer implements SmartLifecycle {
+    private static final Logger log = LoggerFactory.getLogger(TimerFirer.class);
+    private static final Duration PUBLISH_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(2);
+
+    static final String LOCK_DUE = """
+            SELECT session_id, fire_at, armed_version,
+                   CASE WHEN armed_by = 'sweeper' THEN 'sweeper'
+                        WHEN fire_at >= deadline_at THEN 'maxwait'
+                        ELSE 'window' END AS cause,
+                   UTC_TIMESTAMP(6) AS fired_at
+              FROM debounce_timer
+             WHERE fire_at <= UTC_TIMESTAMP(6)
+             ORDER BY fire_at
+             LIMIT :batchSize
+               FOR UPDATE SKIP LOCKED
+            """;
+
+    static final String DELETE_FIRED = """
+            DELETE FROM debounce_timer
+             WHERE session_id = :sessionId
+               AND fire_at = :fireAt
+            """;
+
+    private record DueTimer(long sessionId, LocalDateTime fireAt, long version, String cause, Instant firedAt) {
+    }
+
+    private final JdbcClient jdbc;
+    private final TransactionTemplate tx;
+    private final KafkaTemplate<String, String> kafka;
+    private final DebounceSettings settings;
+    private final AtomicLong fired = new AtomicLong();
+    private volatile CountDownLatch stopSignal;
+    private volatile Thread thread;
+
+    public TimerFirer(JdbcClient jdbc, PlatformTransactionManager txManager, KafkaTemplate<String, String> kafka,
+                      DebounceSettings settings) {
+        this.jdbc = jdbc;
+        this.tx = new TransactionTemplate(txManager);
+        this.kafka = kafka;
+        this.settings = settings;
+    }
+
+    /** Timers this instance fired (published and deleted) since it started. */
+    public long firedCount() {
+        return fired.get();
+    }
+
+    /** One round: fires up to a batch of due timers in one transaction; returns how many fired. */
+    int fireDue() {
+        Integer count = tx.execute(status -> {
+            List<DueTimer> due = jdbc.sql(LOCK_DUE)
+                    .param("batchSize", settings.batchSize())
+                    .query((rs, n) -> new DueTimer(rs.getLong("session_id"),
+                            rs.getObject("fire_at", LocalDateTime.class), rs.getLong("armed_version"),
+                            rs.getString("cause"), DbTime.instant(rs, "fired_at")))
+                    .list();
+            if (due.isEmpty()) {
+                return 0;
+            }
+            publish(due);
+            for (DueTimer t : due) {
+                int rows = jdbc.sql(DELETE_FIRED)
+                        .param("sessionId", t.sessionId())
+                        .param("fireAt", t.fireAt())
+                        .update();
+                if (rows != 1) {
+                    throw new IllegalStateException("deleting the locked timer of session " + t.sessionId()
+                            + " touched " + rows + " rows");
+                }
+            }
+            return due.size();
+        });
+        fired.addAndGet(count);
+        return count;
+    }
+
+    private void publish(List<DueTimer> due) {
+        try {
+            CompletableFuture<?>[] acks = due.stream()
+                    .map(t -> kafka.send(Topics.SESSION_READY, String.valueOf(t.sessionId()),
+                            EventCodec.encode(new SessionReady(t.sessionId(), t.version(), t.cause(), t.firedAt()))))
+                    .toArray(CompletableFuture[]::new);
+            CompletableFuture.allOf(acks).get(PUBLISH_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the broker", e);
+        } catch (Exception e) {
+            throw new IllegalStateException("publishing " + due.size() + " SessionReady events failed", e);
+        }
+    }
+
+    private void loop(CountDownLatch stop) {
+        Duration backoff = Duration.ZERO;
+        while (stop.getCount() > 0) {
+            Duration pause;
+            try {
+                int n = fireDue();
+                backoff = Duration.ZERO;
+                pause = n >= settings.batchSize() ? Duration.ZERO : settings.pollInterval();
+            } catch (RuntimeException e) {
+                backoff = backoff.isZero() ? Duration.ofMillis(100) : min(backoff.multipliedBy(2), MAX_BACKOFF);
+                log.warn("firing due timers failed, rows stay armed; retrying in {}", backoff, e);
+                pause = backoff;
+            }
+            if (!pause.isZero()) {
+                try {
+                    stop.await(pause.toNanos(), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    @Override
+    public synchronized void start() {
+        if (thread != null) {
+            return;
+        }
+        CountDownLatch stop = new CountDownLatch(1);
+        stopSignal = stop;
+        thread = Thread.ofPlatform().name("debounce-timer-firer").daemon(true).start(() -> loop(stop));
+    }
+
+    @Override
+    public synchronized void stop() {
+        Thread t = thread;
+        if (t == null) {
+            return;
+        }
+        stopSignal.countDown();
+        try {
+            // Let an in-flight round finish (commit or roll back) rather than cut it off.
+            if (!t.join(PUBLISH_TIMEOUT.plusSeconds(5))) {
+                log.warn("timer firer did not stop in time; interrupting");
+                t.interrupt();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        thread = null;
+    }
+
+    @Override
+    public boolean isRunning() {
+        return thread != null;
+    }
+}

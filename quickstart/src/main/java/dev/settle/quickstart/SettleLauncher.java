@@ -1,0 +1,76 @@
+package dev.settle.quickstart;
+
+import dev.settle.agent.AgentWorkerApplication;
+import dev.settle.debounce.DebounceWorkerApplication;
+import dev.settle.ingest.IngestApiApplication;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Starts Settle's three applications in this JVM, each in its own Spring context exactly as it runs alone,
+ * on a given database and broker. Used by the quickstart and by the end-to-end tests (which start several
+ * worker instances to race them).
+ */
+public final class SettleLauncher implements AutoCloseable {
+    private final Map<String, Object> shared;
+    private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
+
+    /** @param shared properties every application gets (database, broker, settle.* settings) */
+    public SettleLauncher(Map<String, Object> shared) {
+        this.shared = new HashMap<>(shared);
+    }
+
+    public ConfigurableApplicationContext startIngestApi(Map<String, Object> extra) {
+        return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(), extra);
+    }
+
+    public ConfigurableApplicationContext startDebounceWorker(Map<String, Object> extra) {
+        return start(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), extra);
+    }
+
+    public ConfigurableApplicationContext startAgentWorker(Map<String, Object> extra) {
+        return start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), extra);
+    }
+
+    public static int port(ConfigurableApplicationContext ingest) {
+        return ((WebServerApplicationContext) ingest).getWebServer().getPort();
+    }
+
+    private synchronized ConfigurableApplicationContext start(Class<?> app, Map<String, Object> defaults,
+                                                              Map<String, Object> extra) {
+        Map<String, Object> props = new HashMap<>(defaults);
+        props.putAll(shared);
+        props.putAll(extra);
+        ConfigurableApplicationContext context = new SpringApplicationBuilder(app)
+                .properties(props)
+                .registerShutdownHook(false)
+                .run();
+        contexts.add(context);
+        return context;
+    }
+
+    /** Stops one application as a clean shutdown would. */
+    public synchronized void stop(ConfigurableApplicationContext context) {
+        contexts.remove(context);
+        context.close();
+    }
+
+    /** Closes every application, the last started first. */
+    @Override
+    public synchronized void close() {
+        for (int i = contexts.size() - 1; i >= 0; i--) {
+            try {
+                contexts.get(i).close();
+            } catch (RuntimeException e) {
+                System.err.println("error while stopping " + contexts.get(i).getId() + ": " + e);
+            }
+        }
+        contexts.clear();
+    }
+}

@@ -1,0 +1,175 @@
+package dev.settle.e2e;
+
+import dev.settle.quickstart.SettleLauncher;
+import dev.settle.testsupport.ModelDouble;
+import dev.settle.testsupport.SharedInfra;
+import dev.settle.testsupport.WebhookReceiver;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The whole of Settle for end-to-end tests: ingest API, debounce worker and agent worker(s) started for real
+ * on a fresh database of the shared MariaDB and the shared broker, talking to the HTTP model double and
+ * delivering to a real webhook receiver. Timings are scaled down (window 400 ms, max-wait 2.5 s, lease TTL 3 s).
+ */
+public final class SettleSystem implements AutoCloseable {
+    public static final String KEY = "e2e-key";
+    public static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    public static final Duration WINDOW = Duration.ofMillis(400);
+    public static final Duration MAX_WAIT = Duration.ofMillis(2500);
+    public static final Duration LEASE_TTL = Duration.ofSeconds(3);
+    static final JsonMapper JSON = JsonMapper.builder().build();
+
+    public final ModelDouble model = ModelDouble.start();
+    public final WebhookReceiver receiver = WebhookReceiver.start();
+    public final SettleLauncher launcher;
+    public final ConfigurableApplicationContext ingest;
+    public final ConfigurableApplicationContext debounce;
+    public final ConfigurableApplicationContext agent;
+    public final JdbcTemplate jdbc;
+    private final String base;
+    private final HttpClient http = HttpClient.newHttpClient();
+
+    public SettleSystem(String hint) {
+        Map<String, Object> shared = new HashMap<>();
+        shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
+        shared.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
+        shared.put("settle.api-key", KEY);
+        shared.put("settle.debounce.window", WINDOW.toMillis() + "ms");
+        shared.put("settle.debounce.maxwait", MAX_WAIT.toMillis() + "ms");
+        shared.put("settle.lease.ttl", LEASE_TTL.toMillis() + "ms");
+        shared.put("settle.sweeper.interval", "300ms");
+        shared.put("settle.sweeper.grace", "1500ms");
+        shared.put("settle.llm.url", model.baseUrl());
+        shared.put("settle.llm.max-attempts", "2");
+        shared.put("settle.llm.backoff", "100ms");
+        shared.put("settle.llm.timeout", "30s");
+        shared.put("settle.webhook.url", receiver.url());
+        shared.put("settle.webhook.secret", SECRET);
+        shared.put("settle.webhook.schedule", "0s,200ms,200ms,200ms");
+        shared.put("settle.webhook.poll-interval", "20ms");
+        // consumer groups unique to this system: the broker is shared with other test classes
+        String group = "-" + hint + "-" + UUID.randomUUID();
+        launcher = new SettleLauncher(shared);
+        ingest = launcher.startIngestApi(Map.of("server.port", "0"));
+        debounce = launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
+        agent = startAgent(group);
+        jdbc = ingest.getBean(JdbcTemplate.class);
+        base = "http://127.0.0.1:" + SettleLauncher.port(ingest);
+        this.group = group;
+    }
+
+    private final String group;
+
+    public ConfigurableApplicationContext startAgent() {
+        return startAgent(group);
+    }
+
+    private ConfigurableApplicationContext startAgent(String group) {
+        return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", "settle-agent" + group));
+    }
+
+    public static String newSessionId() {
+        return "e2e-" + UUID.randomUUID();
+    }
+
+    public JsonNode post(String sessionId, String text) {
+        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
+                .header("Authorization", "Bearer " + KEY)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build());
+        if (r.statusCode() != 202) {
+            throw new AssertionError("POST answered " + r.statusCode() + ": " + r.body());
+        }
+        return JSON.readTree(r.body());
+    }
+
+    public JsonNode get(String path) {
+        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + path))
+                .header("Authorization", "Bearer " + KEY).GET().build());
+        return JSON.readTree(r.body());
+    }
+
+    public long sessionPk(String sessionId) {
+        return jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, sessionId);
+    }
+
+    /** Committed replies of a session, oldest first: [covers_from, covers_version]. */
+    public List<long[]> replies(String sessionId) {
+        return jdbc.query("""
+                SELECT m.covers_from, m.covers_version FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+                 WHERE s.external_id = ? AND m.role = 'assistant' ORDER BY m.id""",
+                (rs, i) -> new long[]{rs.getLong(1), rs.getLong(2)}, sessionId);
+    }
+
+    public List<String> turnStates(String sessionId) {
+        return jdbc.queryForList("""
+                SELECT t.state FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
+                 WHERE s.external_id = ? ORDER BY t.id""", String.class, sessionId);
+    }
+
+    /** Webhooks the receiver acknowledged for one session. */
+    public List<WebhookReceiver.Delivery> webhooks(String sessionId) {
+        return receiver.acknowledged().stream()
+                .filter(d -> d.json() != null && sessionId.equals(d.json().path("data").path("sessionId").asString()))
+                .toList();
+    }
+
+    public List<WebhookReceiver.Delivery> allDeliveries(String sessionId) {
+        return receiver.deliveries().stream()
+                .filter(d -> d.json() != null && sessionId.equals(d.json().path("data").path("sessionId").asString()))
+                .toList();
+    }
+
+    /** Model requests whose prompt mentions {@code marker}. */
+    public long modelCallsMentioning(String marker) {
+        return model.requests().stream().filter(r -> r.body().contains(marker)).count();
+    }
+
+    public static void await(String what, Duration timeout, BooleanSupplier condition) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
+            }
+            sleep(Duration.ofMillis(20));
+        }
+    }
+
+    public static void sleep(Duration d) {
+        try {
+            Thread.sleep(d);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private HttpResponse<String> send(HttpRequest request) {
+        try {
+            return http.send(request, HttpResponse.BodyHandlers.ofString());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        launcher.close();
+        model.close();
+        receiver.close();
+    }
+}
