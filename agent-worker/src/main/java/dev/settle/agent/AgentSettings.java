@@ -42,8 +42,12 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
                           @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval) {
     }
 
-    /** @param maxInFlight turns one worker runs at once; further SessionReady events wait */
+    /**
+     * @param maxInFlight turns one worker runs at once; further SessionReady events wait
+     * @param orphanScan  take over sessions whose holder's lease expired, without waiting for an event
+     */
     public record Agent(@DefaultValue("4096") int maxInFlight, @DefaultValue("50") int historyLimit,
+                        @DefaultValue("true") boolean orphanScan,
                         @DefaultValue("You are Settle's assistant. Several user messages in a row form one request: answer them together, once.")
                         String systemPrompt) {
     }

@@ -36,6 +36,9 @@ public class AgentWorkerApplication {
         p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
         p.put("spring.kafka.consumer.group-id", "settle-agent");
         p.put("spring.kafka.listener.concurrency", "3");
+        // a crashed instance's partitions move to the others within seconds, not the 45 s default
+        p.put("spring.kafka.consumer.properties.session.timeout.ms", "10000");
+        p.put("spring.kafka.consumer.properties.heartbeat.interval.ms", "3000");
         return p;
     }
 

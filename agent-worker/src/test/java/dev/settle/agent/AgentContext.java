@@ -22,6 +22,7 @@ final class AgentContext implements AutoCloseable {
         // this context must not react to other tests' events: listen to a topic nobody writes
         props.put("spring.kafka.listener.auto-startup", "false");
         props.put("spring.datasource.hikari.maximum-pool-size", "40");
+        props.put("settle.agent.orphan-scan", "false");
         props.putAll(extra);
         context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props).run();
         jdbc = context.getBean(JdbcTemplate.class);

@@ -4,8 +4,11 @@ import dev.settle.schema.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
+import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.scheduling.annotation.EnableScheduling;
+import org.springframework.util.backoff.FixedBackOff;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -48,6 +51,15 @@ public class DebounceWorkerApplication {
         p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
         p.put("settle.debounce.group-id", "settle-debounce");
         return p;
+    }
+
+    /**
+     * A record the listener cannot arm (database away) is retried for a few seconds, then skipped so the
+     * partition moves on: that session is caught by the {@link StrandedSessionSweeper} once its grace is over.
+     */
+    @Bean
+    DefaultErrorHandler kafkaErrorHandler() {
+        return new DefaultErrorHandler(new FixedBackOff(1_000L, 5));
     }
 
     public static void main(String[] args) {

@@ -23,13 +23,13 @@ import java.util.function.BooleanSupplier;
 /**
  * The whole of Settle for end-to-end tests: ingest API, debounce worker and agent worker(s) started for real
  * on a fresh database of the shared MariaDB and the shared broker, talking to the HTTP model double and
- * delivering to a real webhook receiver. Timings are scaled down (window 400 ms, max-wait 2.5 s, lease TTL 3 s).
+ * delivering to a real webhook receiver. Timings are scaled down (window 400 ms, max-wait 4 s, lease TTL 3 s).
  */
 public final class SettleSystem implements AutoCloseable {
     public static final String KEY = "e2e-key";
     public static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     public static final Duration WINDOW = Duration.ofMillis(400);
-    public static final Duration MAX_WAIT = Duration.ofMillis(2500);
+    public static final Duration MAX_WAIT = Duration.ofMillis(4000);
     public static final Duration LEASE_TTL = Duration.ofSeconds(3);
     static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -44,6 +44,11 @@ public final class SettleSystem implements AutoCloseable {
     private final HttpClient http = HttpClient.newHttpClient();
 
     public SettleSystem(String hint) {
+        this(hint, true);
+    }
+
+    /** @param withAgent false to start without an agent worker (a test adds its own) */
+    public SettleSystem(String hint, boolean withAgent) {
         Map<String, Object> shared = new HashMap<>();
         shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         shared.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
@@ -63,23 +68,31 @@ public final class SettleSystem implements AutoCloseable {
         shared.put("settle.webhook.poll-interval", "20ms");
         // consumer groups unique to this system: the broker is shared with other test classes
         String group = "-" + hint + "-" + UUID.randomUUID();
+        this.shared = Map.copyOf(shared);
+        this.group = group;
         launcher = new SettleLauncher(shared);
         ingest = launcher.startIngestApi(Map.of("server.port", "0"));
         debounce = launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
-        agent = startAgent(group);
+        agent = withAgent ? startAgent() : null;
         jdbc = ingest.getBean(JdbcTemplate.class);
         base = "http://127.0.0.1:" + SettleLauncher.port(ingest);
-        this.group = group;
     }
 
     private final String group;
+    private final Map<String, Object> shared;
 
+    /** Another agent worker instance in the same consumer group. */
     public ConfigurableApplicationContext startAgent() {
-        return startAgent(group);
+        return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", agentGroup()));
     }
 
-    private ConfigurableApplicationContext startAgent(String group) {
-        return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", "settle-agent" + group));
+    public String agentGroup() {
+        return "settle-agent" + group;
+    }
+
+    /** The properties every application of this system gets. */
+    public Map<String, Object> sharedProperties() {
+        return shared;
     }
 
     public static String newSessionId() {

@@ -87,7 +87,7 @@ class SpineTest {
         String marker = "gen-" + s;
         settle.model.respondWith(r -> r.body().contains(marker + " second")
                 ? ModelResponse.text("answer to both")
-                : r.body().contains(marker) ? ModelResponse.text("stale answer").delay(Duration.ofMillis(2000))
+                : r.body().contains(marker) ? ModelResponse.text("stale answer").delay(Duration.ofMillis(1000))
                 : ModelDouble.echo(r));
         settle.post(s, marker + " first");
         await("the first generation started", LONG, () -> settle.modelCallsMentioning(marker) == 1);
@@ -108,7 +108,7 @@ class SpineTest {
     @Test
     void a_message_every_300ms_past_maxwait_gets_a_reply_before_typing_stops_and_each_message_is_covered_once() {
         String s = SettleSystem.newSessionId();
-        int messages = 14; // 14 x 300 ms = 4.2 s, well past the 2.5 s max-wait
+        int messages = 20; // 20 x 300 ms = 6 s, well past the 4 s max-wait
         Instant lastPost = null;
         for (int i = 1; i <= messages; i++) {
             settle.post(s, "typing " + i + " " + s);
@@ -120,7 +120,7 @@ class SpineTest {
         List<WebhookReceiver.Delivery> hooks = settle.webhooks(s);
         assertTrue(hooks.getFirst().receivedAt().isBefore(stoppedTyping),
                 "first reply at " + hooks.getFirst().receivedAt() + ", typing stopped at " + stoppedTyping);
-        // the replies partition 1..14: each version covered exactly once
+        // the replies partition 1..20: each version covered exactly once
         long next = 1;
         for (long[] reply : settle.replies(s)) {
             assertEquals(next, reply[0], "reply starts right after the previous one");

@@ -11,6 +11,7 @@ import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -98,7 +99,10 @@ public final class ModelDouble implements AutoCloseable {
         return Await.until(() -> cancelled.get() >= n, timeout);
     }
 
-    /** Lets every request currently hanging answer 503 (or be counted as cancelled if its client has gone). */
+    /**
+     * Lets every request currently hanging answer 503, or be counted as cancelled if its client has gone. A client
+     * that gave up only milliseconds ago may not have closed its connection yet; then the 503 goes through.
+     */
     public void releaseHangs() {
         CountDownLatch gate = hangGate;
         hangGate = new CountDownLatch(1);
@@ -155,7 +159,7 @@ public final class ModelDouble implements AutoCloseable {
         requests.add(request);
         ModelResponse response;
         try {
-            response = script.apply(request);
+            response = Objects.requireNonNull(script.apply(request), "script returned null");
         } catch (RuntimeException e) {
             log.warn("model double script failed on request {}", request.sequence(), e);
             response = ModelResponse.error(500, "model double script failed: " + e);

@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -203,7 +204,7 @@ public final class WebhookReceiver implements AutoCloseable {
         }
         Answer answer;
         try {
-            answer = script.apply(delivery);
+            answer = Objects.requireNonNull(script.apply(delivery), "script returned null");
         } catch (RuntimeException e) {
             log.warn("webhook receiver script failed", e);
             answer = Answer.status(500).body("receiver script failed: " + e);

@@ -1,0 +1,81 @@
+package dev.settle.agent;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * Takeover after a crash without waiting for Kafka: a holder that died mid-turn leaves a lease that expires
+ * on the DB clock, and the SessionReady events of its session may sit in a partition still assigned to the
+ * dead consumer until the group notices. Every half TTL each agent worker looks for sessions with an
+ * expired lease and unanswered messages, and runs them (the CAS claim makes concurrent scanners safe).
+ */
+@Component
+public class OrphanedLeaseScanner implements SmartLifecycle {
+    private static final Logger log = LoggerFactory.getLogger(OrphanedLeaseScanner.class);
+
+    static final String ORPHANS = """
+            SELECT id FROM chat_session
+             WHERE oldest_unanswered_at IS NOT NULL
+               AND lease_token IS NOT NULL AND lease_expires_at < UTC_TIMESTAMP(6)
+               AND version > replied_version AND version > failed_version
+             LIMIT 100""";
+
+    private final JdbcTemplate jdbc;
+    private final TurnRunner runner;
+    private final Duration interval;
+    private final ExecutorService turns = Executors.newVirtualThreadPerTaskExecutor();
+    private final boolean enabled;
+    private volatile Thread loop;
+
+    public OrphanedLeaseScanner(JdbcTemplate jdbc, TurnRunner runner, AgentSettings settings) {
+        this.jdbc = jdbc;
+        this.runner = runner;
+        this.interval = settings.lease().ttl().dividedBy(2);
+        this.enabled = settings.agent().orphanScan();
+    }
+
+    @Override
+    public void start() {
+        if (!enabled) {
+            return;
+        }
+        loop = Thread.ofPlatform().name("orphaned-lease-scanner").daemon().start(() -> {
+            while (!Thread.currentThread().isInterrupted()) {
+                try {
+                    Thread.sleep(interval);
+                    List<Long> orphans = jdbc.queryForList(ORPHANS, Long.class);
+                    for (long id : orphans) {
+                        log.info("session {}: lease expired with messages unanswered; taking over", id);
+                        turns.execute(() -> runner.run(id));
+                    }
+                } catch (InterruptedException e) {
+                    return;
+                } catch (RuntimeException e) {
+                    log.warn("orphaned lease scan failed: {}", e.toString());
+                }
+            }
+        });
+    }
+
+    @Override
+    public void stop() {
+        Thread t = loop;
+        if (t != null) {
+            t.interrupt();
+        }
+        turns.shutdownNow();
+    }
+
+    @Override
+    public boolean isRunning() {
+        return loop != null && loop.isAlive();
+    }
+}

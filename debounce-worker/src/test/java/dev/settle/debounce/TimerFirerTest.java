@@ -1,0 +1,109 @@
+package dev.settle.debounce;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionReady;
+import dev.settle.testsupport.SharedInfra;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
+
+/** One firing round at a time (no loop): the cause of each fire, and what stays when publishing fails. */
+class TimerFirerTest {
+    private static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200);
+
+    private static HikariDataSource dataSource;
+    private static JdbcClient jdbc;
+    private static Sessions sessions;
+
+    @BeforeAll
+    static void migrate() {
+        dataSource = Databases.migrated("firer");
+        jdbc = JdbcClient.create(dataSource);
+        sessions = new Sessions(jdbc);
+    }
+
+    @AfterAll
+    static void close() {
+        dataSource.close();
+    }
+
+    private static TimerFirer firer(KafkaTemplate<String, String> kafka) {
+        return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS);
+    }
+
+    private static KafkaTemplate<String, String> kafka(String bootstrap) {
+        return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                ProducerConfig.MAX_BLOCK_MS_CONFIG, 1000),
+                new StringSerializer(), new StringSerializer()));
+    }
+
+    private static void timer(long session, Instant fireAt, Instant deadlineAt, long version, String armedBy) {
+        jdbc.sql("""
+                        INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
+                        VALUES (:id, :fire, :deadline, :version, :by, UTC_TIMESTAMP(6))
+                        """)
+                .param("id", session).param("fire", DbTime.utc(fireAt)).param("deadline", DbTime.utc(deadlineAt))
+                .param("version", version).param("by", armedBy).update();
+    }
+
+    @Test
+    void a_failed_publish_rolls_back_and_the_next_round_fires_each_due_timer_once_with_its_cause() {
+        Instant now = sessions.dbNow();
+        long window = sessions.create();
+        long maxwait = sessions.create();
+        long sweeper = sessions.create();
+        long notDue = sessions.create();
+        timer(window, now.minusMillis(5), now.plusSeconds(5), 2, "message");
+        timer(maxwait, now.minusMillis(3), now.minusMillis(3), 7, "message");
+        timer(sweeper, now.minusMillis(1), now.minusMillis(1), 4, "sweeper");
+        timer(notDue, now.plusSeconds(3600), now.plusSeconds(3600), 1, "message");
+        List<Long> due = List.of(window, maxwait, sweeper);
+
+        KafkaTemplate<String, String> unreachable = kafka("127.0.0.1:1");
+        try {
+            assertThatThrownBy(() -> firer(unreachable).fireDue()).isInstanceOf(IllegalStateException.class);
+        } finally {
+            unreachable.destroy();
+        }
+        assertThat(sessions.timers(due)).isEqualTo(3);
+
+        KafkaTemplate<String, String> broker = kafka(SharedInfra.kafkaBootstrap());
+        try (ReadyEvents ready = new ReadyEvents()) {
+            TimerFirer firer = firer(broker);
+            Instant before = sessions.dbNow();
+            assertThat(firer.fireDue()).isEqualTo(3);
+            assertThat(firer.fireDue()).isZero();
+            assertThat(firer.firedCount()).isEqualTo(3);
+
+            assertThat(sessions.timers(due)).isZero();
+            assertThat(sessions.timer(notDue)).isPresent();
+            ready.drainToEnd();
+            assertThat(ready.of(due)).extracting(SessionReady::sessionId, SessionReady::version, SessionReady::cause)
+                    .containsExactlyInAnyOrder(
+                            tuple(window, 2L, "window"),
+                            tuple(maxwait, 7L, "maxwait"),
+                            tuple(sweeper, 4L, "sweeper"));
+            assertThat(ready.of(due)).extracting(SessionReady::firedAt).allMatch(t -> !t.isBefore(before));
+        } finally {
+            broker.destroy();
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package dev.settle.e2e;
+
+import dev.settle.agent.AgentWorkerApplication;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * An agent worker in its own JVM, so that a test can crash it for real ({@code kill -9}): no shutdown hook,
+ * no finally block, no last write.
+ */
+final class AgentProcess implements AutoCloseable {
+    private final Process process;
+    final Path log;
+
+    AgentProcess(Map<String, Object> properties) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+                AgentWorkerApplication.class.getName()));
+        properties.forEach((k, v) -> command.add("--" + k + "=" + v));
+        Files.createDirectories(Path.of("target"));
+        log = Files.createTempFile(Path.of("target"), "agent-process-", ".log");
+        process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    }
+
+    boolean logContains(String text) {
+        try {
+            return Files.readString(log).contains(text);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** SIGKILL. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+
+}

@@ -1,0 +1,73 @@
+package dev.settle.e2e;
+
+import dev.settle.testsupport.ModelDouble;
+import dev.settle.testsupport.ModelResponse;
+import dev.settle.testsupport.WebhookReceiver;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static dev.settle.e2e.SettleSystem.await;
+import static dev.settle.e2e.SettleSystem.sleep;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** An agent worker killed (SIGKILL, its own JVM) mid-turn: another instance takes over after the TTL. */
+class TakeoverTest {
+    static SettleSystem settle;
+
+    @BeforeAll
+    static void start() {
+        settle = new SettleSystem("takeover", false);
+    }
+
+    @AfterAll
+    static void stop() {
+        settle.close();
+    }
+
+    @Test
+    void an_agent_killed_mid_turn_is_replaced_after_the_ttl_and_exactly_one_reply_is_delivered() throws Exception {
+        String s = SettleSystem.newSessionId();
+        String marker = "crash-" + s;
+        settle.model.respondWith(r -> !r.body().contains(marker) ? ModelDouble.echo(r)
+                : settle.modelCallsMentioning(marker) <= 1 ? ModelResponse.hang() : ModelResponse.text("after takeover"));
+
+        Map<String, Object> props = new HashMap<>(settle.sharedProperties());
+        props.put("spring.kafka.consumer.group-id", settle.agentGroup());
+        props.put("logging.file.name", "");
+        try (AgentProcess victim = new AgentProcess(props)) {
+            await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("Started AgentWorkerApplication"));
+            await("the victim joined the group", Duration.ofSeconds(30), () -> victim.logContains("partitions assigned"));
+            settle.post(s, marker);
+            await("the victim is generating", Duration.ofSeconds(30), () -> settle.modelCallsMentioning(marker) == 1);
+            assertEquals("generating", settle.get("/v1/sessions/" + s).get("state").asString());
+
+            ConfigurableApplicationContext survivor = settle.startAgent();
+            victim.kill();
+            Instant killedAt = Instant.now();
+            settle.model.releaseHangs();
+
+            await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
+            Duration takeover = Duration.between(killedAt, settle.webhooks(s).getFirst().receivedAt());
+            sleep(Duration.ofSeconds(2));
+            assertEquals(1, settle.webhooks(s).size());
+            assertEquals("after takeover", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+            assertEquals(1, settle.replies(s).size());
+            assertEquals(List.of("FAILED", "COMMITTED"), settle.turnStates(s), "the abandoned turn is closed by the successor");
+            assertEquals(2, settle.jdbc.queryForObject("SELECT lease_epoch FROM chat_session WHERE external_id = ?", Long.class, s));
+            assertTrue(takeover.compareTo(SettleSystem.LEASE_TTL.plusSeconds(10)) < 0, "takeover took " + takeover);
+            System.out.println("takeover after kill -9: " + takeover.toMillis() + " ms (lease TTL " + SettleSystem.LEASE_TTL.toMillis() + " ms)");
+            settle.launcher.stop(survivor);
+        }
+        assertEquals(0, settle.receiver.deliveries().stream().filter(WebhookReceiver.Delivery::acknowledged)
+                .filter(d -> d.body().contains(marker) && !d.body().contains("after takeover")).count());
+    }
+}
