@@ -49,7 +49,6 @@ public class DebounceWorkerApplication {
         p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         p.put("spring.kafka.consumer.group-id", "settle-debounce");
         p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
-        p.put("settle.debounce.group-id", "settle-debounce");
         return p;
     }
 

@@ -24,7 +24,7 @@ public class MessageAcceptedListener {
         this.timers = timers;
     }
 
-    @KafkaListener(topics = Topics.MESSAGE_ACCEPTED, groupId = "${settle.debounce.group-id:settle-debounce}")
+    @KafkaListener(topics = Topics.MESSAGE_ACCEPTED)
     public void onMessage(ConsumerRecord<String, String> record) {
         MessageAccepted event = decode(record);
         if (event != null) {

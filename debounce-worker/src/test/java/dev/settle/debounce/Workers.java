@@ -17,7 +17,7 @@ final class Workers {
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("spring.datasource.url", jdbcUrl);
         p.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
-        p.put("settle.debounce.group-id", group);
+        p.put("spring.kafka.consumer.group-id", group);
         p.put("settle.debounce.window", "600ms");
         p.put("settle.debounce.maxwait", "1500ms");
         // The scheduled sweep would wake every unanswered test session again; tests that want it turn it on.
