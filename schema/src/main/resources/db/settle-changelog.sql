@@ -122,3 +122,53 @@ CREATE TABLE webhook_attempt (
   PRIMARY KEY (id),
   UNIQUE KEY uk_attempt_delivery_no (delivery_id, attempt_no)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- tools (issue 3)
+
+--changeset settle:3-tool-execution
+-- One row per intended tool call. A side-effecting call is keyed by idem_key = sha256(session, span_from,
+-- tool, canonical arguments, ordinal of that identical call in its turn): a discarded turn's successor
+-- serves the same span and computes the same key, so it gets the recorded result instead of a second
+-- side effect. The row is the call/result pair: it cannot be half-written.
+CREATE TABLE tool_execution (
+  id             BIGINT        NOT NULL AUTO_INCREMENT,
+  session_id     BIGINT        NOT NULL,
+  turn_id        BIGINT        NOT NULL,
+  -- first version of the unanswered span this call serves (replied_version + 1 when it was made)
+  span_from      BIGINT        NOT NULL,
+  idem_key       CHAR(64)      NULL,
+  call_id        VARCHAR(100)  NOT NULL,
+  tool_name      VARCHAR(64)   NOT NULL,
+  arguments_json TEXT          NOT NULL,
+  ordinal        INT           NOT NULL,
+  side_effect    BOOLEAN       NOT NULL,
+  -- PENDING -> EXECUTING -> COMPLETED | FAILED; every transition guarded by the session's lease token
+  status         VARCHAR(16)   NOT NULL,
+  -- FAILED because it never ran to the end (reaped, crashed): a later turn may run it again
+  retryable      BOOLEAN       NOT NULL DEFAULT FALSE,
+  result         TEXT          NULL,
+  lease_token    CHAR(36)      NOT NULL,
+  created_at     DATETIME(6)   NOT NULL,
+  started_at     DATETIME(6)   NULL,
+  ended_at       DATETIME(6)   NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_tool_execution_idem (idem_key),
+  KEY ix_tool_execution_session (session_id, id),
+  KEY ix_tool_execution_status (status, started_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:3-ledger-entry
+-- The demo agent's side effect (seed 000's bookkeeping): one row per completed create_transaction.
+CREATE TABLE ledger_entry (
+  id           BIGINT         NOT NULL AUTO_INCREMENT,
+  session_id   BIGINT         NOT NULL,
+  execution_id BIGINT         NOT NULL,
+  amount       DECIMAL(12, 2) NOT NULL,
+  category     VARCHAR(64)    NOT NULL,
+  note         VARCHAR(500)   NULL,
+  created_at   DATETIME(6)    NOT NULL,
+  PRIMARY KEY (id),
+  -- a second guard under the idempotency key: one ledger row per execution, ever
+  UNIQUE KEY uk_ledger_execution (execution_id),
+  KEY ix_ledger_session (session_id, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

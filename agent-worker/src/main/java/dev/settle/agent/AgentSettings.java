@@ -45,10 +45,13 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
     /**
      * @param maxInFlight turns one worker runs at once; further SessionReady events wait
      * @param orphanScan  take over sessions whose holder's lease expired, without waiting for an event
+     * @param maxRounds   model↔tool rounds per turn; the last round is offered no tools, so it answers in words
+     * @param toolTimeout a tool execution stuck longer than this is FAILED by the reaper (default 2 × lease TTL)
      */
     public record Agent(@DefaultValue("4096") int maxInFlight, @DefaultValue("50") int historyLimit,
-                        @DefaultValue("true") boolean orphanScan,
-                        @DefaultValue("You are Settle's assistant. Several user messages in a row form one request: answer them together, once.")
+                        @DefaultValue("true") boolean orphanScan, @DefaultValue("5") int maxRounds,
+                        Duration toolTimeout,
+                        @DefaultValue("You are Settle's bookkeeping assistant. Several user messages in a row form one request: answer them together, once. Book each expense the user mentions with create_transaction, exactly once; calls already made and their results are shown to you.")
                         String systemPrompt) {
     }
 }

@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.agent.tools.ToolExecutions;
 import dev.settle.schema.DbTime;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -12,7 +13,8 @@ import java.util.List;
 /**
  * What a turn answers and what the model may see: the unanswered span (replied_version, version] of the
  * session as the lease holder reads it, and the committed history before it. Only committed rows exist in
- * chat_message, so the model's context is clean by construction (promise 6).
+ * chat_message, and only finished tool pairs are read, so the model's context is clean by construction
+ * (promise 6).
  */
 @Component
 public class Conversation {
@@ -21,12 +23,13 @@ public class Conversation {
               FROM chat_session WHERE id = ? AND lease_token = ?""";
 
     static final String MESSAGES = """
-            SELECT message_uid, role, text, version, covers_version
+            SELECT message_uid, role, text, version, covers_from, covers_version
               FROM chat_message
              WHERE session_id = ? AND (version IS NULL OR version <= ?)
              ORDER BY id DESC LIMIT ?""";
 
-    public record Message(String uid, String role, String text, long version) {
+    /** A committed message; for a reply, {@code version} is the last version it covers and {@code coversFrom} the first. */
+    public record Message(String uid, String role, String text, long version, long coversFrom) {
     }
 
     /**
@@ -34,19 +37,22 @@ public class Conversation {
      * @param toVersion   the session version this turn answers
      * @param history     committed messages before the span, oldest first
      * @param pending     the unanswered user messages, in version order
+     * @param toolPairs   finished tool call/result pairs of the spans in view (COMPLETED or FAILED only)
      */
     public record Snapshot(long sessionId, long fromVersion, long toVersion, Instant oldestUnansweredAt,
-                           List<Message> history, List<Message> pending) {
+                           List<Message> history, List<Message> pending, List<ToolExecutions.Execution> toolPairs) {
         public List<String> pendingIds() {
             return pending.stream().map(Message::uid).toList();
         }
     }
 
     private final JdbcTemplate jdbc;
+    private final ToolExecutions executions;
     private final int historyLimit;
 
-    public Conversation(JdbcTemplate jdbc, AgentSettings settings) {
+    public Conversation(JdbcTemplate jdbc, ToolExecutions executions, AgentSettings settings) {
         this.jdbc = jdbc;
+        this.executions = executions;
         this.historyLimit = settings.agent().historyLimit();
     }
 
@@ -64,7 +70,8 @@ public class Conversation {
         long unanswered = head.version() - head.replied();
         List<Message> rows = new ArrayList<>(jdbc.query(MESSAGES, (rs, i) -> new Message(rs.getString("message_uid"),
                 rs.getString("role"), rs.getString("text"),
-                "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version")),
+                "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version"),
+                rs.getLong("covers_from")),
                 lease.sessionId(), head.version(), historyLimit + unanswered));
         // a reply sits right after the last user message it covers
         rows.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
@@ -81,6 +88,11 @@ public class Conversation {
             throw new IllegalStateException("session " + lease.sessionId() + " expected " + unanswered
                     + " unanswered messages, found " + pending.size());
         }
-        return new Snapshot(lease.sessionId(), head.replied() + 1, head.version(), head.oldest(), history, pending);
+        long oldestInView = head.replied() + 1;
+        for (Message m : history) {
+            oldestInView = Math.min(oldestInView, "user".equals(m.role()) ? m.version() : m.coversFrom());
+        }
+        List<ToolExecutions.Execution> pairs = executions.completedPairs(lease.sessionId(), oldestInView);
+        return new Snapshot(lease.sessionId(), head.replied() + 1, head.version(), head.oldest(), history, pending, pairs);
     }
 }

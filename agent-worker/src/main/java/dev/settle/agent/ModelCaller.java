@@ -1,9 +1,8 @@
 package dev.settle.agent;
 
+import dev.langchain4j.agent.tool.ToolSpecification;
 import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.ChatMessage;
-import dev.langchain4j.data.message.SystemMessage;
-import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.ChatModel;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
@@ -12,22 +11,18 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.function.BooleanSupplier;
 
 /**
- * Calls the model for one turn: the prompt is the system prompt, the committed history and every pending
- * message in order. Failures (connection refused, 5xx, 429, timeout) are retried with exponential backoff a
- * bounded number of times; then {@link ModelFailedException}. Never a tight loop.
+ * One model call of a turn. Failures (connection refused, 5xx, 429, timeout) are retried with exponential
+ * backoff a bounded number of times; then {@link ModelFailedException}. Never a tight loop, and never past a
+ * lost lease.
  */
 @Component
 public class ModelCaller {
     private static final Logger log = LoggerFactory.getLogger(ModelCaller.class);
-
-    /** The model's answer and its usage, counted per call. */
-    public record Answer(String text, int promptTokens, int completionTokens) {
-    }
 
     public static class ModelFailedException extends RuntimeException {
         ModelFailedException(String message, Throwable cause) {
@@ -35,41 +30,27 @@ public class ModelCaller {
         }
     }
 
-    /** The lease was lost while waiting: stop without writing. */
+    /** The lease was lost: stop without writing. */
     public static class LeaseLostException extends RuntimeException {
-        LeaseLostException() {
+        public LeaseLostException() {
             super("lease lost");
         }
     }
 
     private final ChatModel model;
     private final AgentSettings.Llm settings;
-    private final String systemPrompt;
 
     public ModelCaller(ChatModel model, AgentSettings settings) {
         this.model = model;
         this.settings = settings.llm();
-        this.systemPrompt = settings.agent().systemPrompt();
-    }
-
-    public List<ChatMessage> prompt(Conversation.Snapshot turn) {
-        List<ChatMessage> messages = new ArrayList<>();
-        messages.add(SystemMessage.from(systemPrompt));
-        for (Conversation.Message m : turn.history()) {
-            messages.add("user".equals(m.role()) ? UserMessage.from(m.text()) : AiMessage.from(m.text()));
-        }
-        for (Conversation.Message m : turn.pending()) {
-            messages.add(UserMessage.from(m.text()));
-        }
-        return messages;
     }
 
     /**
-     * @param leaseAlive checked before every attempt and after every failure
-     * @param onCall     told the usage of every call that returned
+     * @param leaseAlive checked before every attempt
+     * @param usage      told the token usage of every call that returned
      */
-    public Answer call(Conversation.Snapshot turn, BooleanSupplier leaseAlive, java.util.function.BiConsumer<Integer, Integer> onCall) {
-        List<ChatMessage> prompt = prompt(turn);
+    public AiMessage call(long sessionId, List<ChatMessage> messages, List<ToolSpecification> tools,
+                          BooleanSupplier leaseAlive, BiConsumer<Integer, Integer> usage) {
         Duration delay = settings.backoff();
         RuntimeException last = null;
         for (int attempt = 1; attempt <= settings.maxAttempts(); attempt++) {
@@ -77,16 +58,18 @@ public class ModelCaller {
                 throw new LeaseLostException();
             }
             try {
-                ChatResponse response = model.chat(ChatRequest.builder().messages(prompt).build());
-                int in = response.tokenUsage() == null || response.tokenUsage().inputTokenCount() == null ? 0 : response.tokenUsage().inputTokenCount();
-                int out = response.tokenUsage() == null || response.tokenUsage().outputTokenCount() == null ? 0 : response.tokenUsage().outputTokenCount();
-                onCall.accept(in, out);
-                String text = response.aiMessage().text();
-                return new Answer(text == null ? "" : text, in, out);
+                ChatRequest.Builder request = ChatRequest.builder().messages(messages);
+                if (!tools.isEmpty()) {
+                    request.toolSpecifications(tools);
+                }
+                ChatResponse response = model.chat(request.build());
+                Integer in = response.tokenUsage() == null ? null : response.tokenUsage().inputTokenCount();
+                Integer out = response.tokenUsage() == null ? null : response.tokenUsage().outputTokenCount();
+                usage.accept(in == null ? 0 : in, out == null ? 0 : out);
+                return response.aiMessage();
             } catch (RuntimeException e) {
                 last = e;
-                log.warn("model call {}/{} for session {} failed: {}", attempt, settings.maxAttempts(),
-                        turn.sessionId(), e.toString());
+                log.warn("model call {}/{} for session {} failed: {}", attempt, settings.maxAttempts(), sessionId, e.toString());
             }
             if (attempt < settings.maxAttempts()) {
                 sleep(delay);

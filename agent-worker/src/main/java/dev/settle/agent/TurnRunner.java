@@ -12,7 +12,8 @@ import org.springframework.stereotype.Component;
  *   <li>Claim the lease (one CAS); busy or nothing to do → return at once, never wait.</li>
  *   <li>Read the unanswered span (replied_version, version] and the history under the lease.</li>
  *   <li>Open a RUNNING turn row and keep the lease alive with heartbeats.</li>
- *   <li>Call the model (bounded retries). All attempts failed → the turn FAILS, reply.failed is queued.</li>
+ *   <li>Run the model↔tool rounds ({@link AgentLoop}; model calls retried a bounded number of times, tools
+ *       exactly once). All attempts of a model call failed → the turn FAILS, reply.failed is queued.</li>
  *   <li>Commit the reply in one guarded statement; superseded by a newer message → DISCARDED, the reply is
  *       dropped, the next turn covers everything; lease lost → write nothing.</li>
  *   <li>Release the lease, then re-arm the session's timer if messages are still waiting.</li>
@@ -25,18 +26,18 @@ public class TurnRunner {
     private final Heartbeats heartbeats;
     private final Conversation conversation;
     private final Turns turns;
-    private final ModelCaller model;
+    private final AgentLoop agent;
     private final ReplyCommit replies;
     private final TurnFailure failures;
     private final WorkWaker waker;
 
     public TurnRunner(SessionLease leases, Heartbeats heartbeats, Conversation conversation, Turns turns,
-                      ModelCaller model, ReplyCommit replies, TurnFailure failures, WorkWaker waker) {
+                      AgentLoop agent, ReplyCommit replies, TurnFailure failures, WorkWaker waker) {
         this.leases = leases;
         this.heartbeats = heartbeats;
         this.conversation = conversation;
         this.turns = turns;
-        this.model = model;
+        this.agent = agent;
         this.replies = replies;
         this.failures = failures;
         this.waker = waker;
@@ -74,9 +75,9 @@ public class TurnRunner {
         }
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         MDC.put("turnId", Long.toString(turnId));
-        ModelCaller.Answer answer;
+        String answer;
         try {
-            answer = model.call(turn, beat::alive, (in, out) -> turns.countCall(lease, turnId, in, out));
+            answer = agent.answer(lease, turnId, turn, beat);
         } catch (ModelCaller.ModelFailedException e) {
             failures.record(lease, turnId, turn, e.getMessage());
             return "failed";
@@ -84,7 +85,7 @@ public class TurnRunner {
         if (!beat.alive()) {
             throw new ModelCaller.LeaseLostException();
         }
-        return switch (replies.commit(lease, turnId, turn, answer.text())) {
+        return switch (replies.commit(lease, turnId, turn, answer)) {
             case COMMITTED -> {
                 log.info("session {}: reply committed for versions {}-{}", lease.sessionId(), turn.fromVersion(), turn.toVersion());
                 yield "committed";

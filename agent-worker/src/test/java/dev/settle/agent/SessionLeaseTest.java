@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The lease and the fenced commit, raced and paused for real on MariaDB. */
 class SessionLeaseTest {
-    static AgentContext agent;
+    static TestAgent agent;
     static SessionLease leases;
     static ReplyCommit replies;
     static Conversation conversation;
@@ -28,7 +28,7 @@ class SessionLeaseTest {
 
     @BeforeAll
     static void start() {
-        agent = new AgentContext("lease", Map.of("settle.lease.ttl", "1s"));
+        agent = new TestAgent("lease", Map.of("settle.lease.ttl", "1s"));
         leases = agent.bean(SessionLease.class);
         replies = agent.bean(ReplyCommit.class);
         conversation = agent.bean(Conversation.class);

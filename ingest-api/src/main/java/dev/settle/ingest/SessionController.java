@@ -51,9 +51,17 @@ public class SessionController {
         return views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId)).body();
     }
 
+    /** Messages and tool steps in order; a client that refreshes mid-turn sees what is happening. */
     @GetMapping("/messages")
     public Map<String, Object> messages(@PathVariable String sessionId) {
         SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
         return Map.of("messages", views.messages(session.pk()));
+    }
+
+    /** Every attempt to answer, with its state: RUNNING, COMMITTED, DISCARDED or FAILED. */
+    @GetMapping("/turns")
+    public Map<String, Object> turns(@PathVariable String sessionId) {
+        SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+        return Map.of("turns", views.turns(session.pk()));
     }
 }

@@ -23,11 +23,23 @@ public class SessionViews {
               FROM chat_session s
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
+    /** Messages and tool steps in the order they happened; a tool step shows its live status (seed 004). */
     static final String MESSAGES = """
-            SELECT m.message_uid, m.role, m.text, m.version, m.covers_version, m.created_at
-              FROM chat_message m
-             WHERE m.session_id = ?
-             ORDER BY m.id""";
+            SELECT kind, uid, role, text, version, covers_version, tool_name, status, result, created_at, seq FROM (
+                SELECT 0 AS kind, m.message_uid AS uid, m.role, m.text, m.version, m.covers_version,
+                       NULL AS tool_name, NULL AS status, NULL AS result, m.created_at, m.id AS seq
+                  FROM chat_message m WHERE m.session_id = ?
+                UNION ALL
+                SELECT 1, CONCAT('tool_', t.id), 'tool', t.arguments_json, NULL, NULL,
+                       t.tool_name, t.status, t.result, t.created_at, t.id
+                  FROM tool_execution t WHERE t.session_id = ?
+            ) steps
+            ORDER BY created_at, kind, seq""";
+
+    static final String TURNS = """
+            SELECT id, state, from_version, to_version, reason, model_calls, prompt_tokens, completion_tokens,
+                   started_at, ended_at
+              FROM chat_turn WHERE session_id = ? ORDER BY id""";
 
     public record SessionView(long pk, String sessionId, long version, long repliedVersion, String state) {
         Map<String, Object> body() {
@@ -60,18 +72,45 @@ public class SessionViews {
     public List<Map<String, Object>> messages(long sessionPk) {
         return jdbc.query(MESSAGES, (rs, i) -> {
             Map<String, Object> m = new LinkedHashMap<>();
-            m.put("messageId", rs.getString("message_uid"));
             String role = rs.getString("role");
-            m.put("role", role);
-            m.put("text", rs.getString("text"));
-            if ("user".equals(role)) {
-                m.put("version", rs.getLong("version"));
+            if ("tool".equals(role)) {
+                m.put("stepId", rs.getString("uid"));
+                m.put("role", role);
+                m.put("tool", rs.getString("tool_name"));
+                m.put("arguments", JsonText.parseOrString(rs.getString("text")));
+                m.put("status", rs.getString("status"));
+                m.put("result", rs.getString("result"));
             } else {
-                m.put("coversVersion", rs.getLong("covers_version"));
+                m.put("messageId", rs.getString("uid"));
+                m.put("role", role);
+                m.put("text", rs.getString("text"));
+                if ("user".equals(role)) {
+                    m.put("version", rs.getLong("version"));
+                } else {
+                    m.put("coversVersion", rs.getLong("covers_version"));
+                }
             }
             Instant created = DbTime.instant(rs, "created_at");
             m.put("createdAt", created.toString());
             return m;
+        }, sessionPk, sessionPk);
+    }
+
+    public List<Map<String, Object>> turns(long sessionPk) {
+        return jdbc.query(TURNS, (rs, i) -> {
+            Map<String, Object> t = new LinkedHashMap<>();
+            t.put("turnId", rs.getLong("id"));
+            t.put("state", rs.getString("state"));
+            t.put("fromVersion", rs.getLong("from_version"));
+            t.put("toVersion", rs.getLong("to_version"));
+            t.put("reason", rs.getString("reason"));
+            t.put("modelCalls", rs.getInt("model_calls"));
+            t.put("promptTokens", rs.getInt("prompt_tokens"));
+            t.put("completionTokens", rs.getInt("completion_tokens"));
+            t.put("startedAt", DbTime.instant(rs, "started_at").toString());
+            Instant ended = DbTime.instant(rs, "ended_at");
+            t.put("endedAt", ended == null ? null : ended.toString());
+            return t;
         }, sessionPk);
     }
 }

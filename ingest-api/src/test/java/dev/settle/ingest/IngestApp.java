@@ -70,7 +70,7 @@ final class IngestApp implements AutoCloseable {
     /** Rows of every Settle table, to prove that a refused request changed nothing. */
     String fingerprint() {
         StringBuilder sb = new StringBuilder();
-        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery"}) {
+        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry"}) {
             sb.append(table).append('=').append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1")).append('\n');
         }
         return sb.toString();

@@ -10,11 +10,11 @@ import java.util.Map;
 import java.util.UUID;
 
 /** An agent worker started for real on a fresh database; tests drive its named pieces directly. */
-final class AgentContext implements AutoCloseable {
-    final ConfigurableApplicationContext context;
-    final JdbcTemplate jdbc;
+public final class TestAgent implements AutoCloseable {
+    public final ConfigurableApplicationContext context;
+    public final JdbcTemplate jdbc;
 
-    AgentContext(String hint, Map<String, Object> extra) {
+    public TestAgent(String hint, Map<String, Object> extra) {
         Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
         props.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
@@ -28,12 +28,12 @@ final class AgentContext implements AutoCloseable {
         jdbc = context.getBean(JdbcTemplate.class);
     }
 
-    <T> T bean(Class<T> type) {
+    public <T> T bean(Class<T> type) {
         return context.getBean(type);
     }
 
     /** A session with {@code version} unanswered user messages, as the ingest API would have left it. */
-    long sessionWithMessages(int version) {
+    public long sessionWithMessages(int version) {
         String external = "agent-" + UUID.randomUUID();
         jdbc.update("""
                 INSERT INTO chat_session (external_id, version, oldest_unanswered_at, last_message_at, created_at)
@@ -48,7 +48,7 @@ final class AgentContext implements AutoCloseable {
     }
 
     /** What ingest does for one more message. */
-    void newMessage(long sessionId) {
+    public void newMessage(long sessionId) {
         jdbc.update("UPDATE chat_session SET version = version + 1, last_message_at = UTC_TIMESTAMP(6) WHERE id = ?", sessionId);
         long v = jdbc.queryForObject("SELECT version FROM chat_session WHERE id = ?", Long.class, sessionId);
         jdbc.update("""
@@ -56,7 +56,7 @@ final class AgentContext implements AutoCloseable {
                 VALUES (?, ?, 'user', ?, ?, UTC_TIMESTAMP(6))""", "msg_" + UUID.randomUUID(), sessionId, "message " + v, v);
     }
 
-    int count(String sql, Object... args) {
+    public int count(String sql, Object... args) {
         return jdbc.queryForObject(sql, Integer.class, args);
     }
 

@@ -1,0 +1,59 @@
+package dev.settle.agent;
+
+import dev.langchain4j.agent.tool.ToolExecutionRequest;
+import dev.langchain4j.data.message.AiMessage;
+import dev.langchain4j.data.message.ChatMessage;
+import dev.langchain4j.data.message.SystemMessage;
+import dev.langchain4j.data.message.ToolExecutionResultMessage;
+import dev.langchain4j.data.message.UserMessage;
+import dev.settle.agent.tools.ToolExecutions;
+import org.springframework.stereotype.Component;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Promise 6, "clean model context": the prompt holds committed messages and finished tool call/result
+ * pairs only, each pair whole. A committed reply is preceded by the pairs of its span; the pending messages
+ * are followed by the pairs already finished for the current span (kept from discarded turns), so the model
+ * knows what was already done.
+ */
+@Component
+public class PromptBuilder {
+    private final String systemPrompt;
+
+    public PromptBuilder(AgentSettings settings) {
+        this.systemPrompt = settings.agent().systemPrompt();
+    }
+
+    public List<ChatMessage> prompt(Conversation.Snapshot turn) {
+        List<ChatMessage> messages = new ArrayList<>();
+        messages.add(SystemMessage.from(systemPrompt));
+        for (Conversation.Message m : turn.history()) {
+            if ("user".equals(m.role())) {
+                messages.add(UserMessage.from(m.text()));
+            } else {
+                addPairs(messages, turn.toolPairs(), m.coversFrom());
+                messages.add(AiMessage.from(m.text()));
+            }
+        }
+        for (Conversation.Message m : turn.pending()) {
+            messages.add(UserMessage.from(m.text()));
+        }
+        addPairs(messages, turn.toolPairs(), turn.fromVersion());
+        return messages;
+    }
+
+    private static void addPairs(List<ChatMessage> messages, List<ToolExecutions.Execution> pairs, long spanFrom) {
+        for (ToolExecutions.Execution e : pairs) {
+            if (e.spanFrom() != spanFrom) {
+                continue;
+            }
+            String id = "call_settle_" + e.id();
+            ToolExecutionRequest call = ToolExecutionRequest.builder().id(id).name(e.toolName())
+                    .arguments(e.argumentsJson()).build();
+            messages.add(AiMessage.from(call));
+            messages.add(ToolExecutionResultMessage.from(id, e.toolName(), e.result() == null ? "" : e.result()));
+        }
+    }
+}

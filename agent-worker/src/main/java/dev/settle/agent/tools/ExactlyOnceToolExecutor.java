@@ -1,0 +1,206 @@
+package dev.settle.agent.tools;
+
+import dev.langchain4j.agent.tool.ToolExecutionRequest;
+import dev.langchain4j.exception.ToolArgumentsException;
+import dev.settle.agent.ModelCaller;
+import dev.settle.agent.SessionLease;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.support.TransactionTemplate;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+
+/**
+ * Promise 5, "side effects exactly once": a tool call runs at most once per intended call, through
+ * retries, takeovers and discarded turns, and its effect and its record commit together.
+ *
+ * <ol>
+ *   <li>Key the call: sha256(session, span_from, tool, canonical arguments, ordinal of this identical call in
+ *       the turn). A discarded turn's successor serves the same span (replied_version + 1 has not moved) and
+ *       computes the same keys; a user who really asks twice in one turn gets ordinals 1 and 2.</li>
+ *   <li>Insert the call as PENDING (unique index on the key); if the key exists, re-read it: COMPLETED, or
+ *       FAILED for a reason that will not change (bad arguments) → return the recorded result, run nothing.</li>
+ *   <li>Take it to EXECUTING with a guarded UPDATE under the live lease (this also takes over the call of a
+ *       holder that died before its commit: its effect never committed).</li>
+ *   <li>One transaction: lock the session row under our live lease ({@code FOR UPDATE}: no takeover can
+ *       interleave), run the tool (its JDBC writes join the transaction), mark COMPLETED guarded by our token,
+ *       commit. No lease → roll back: a holder that lost its lease cannot record a side effect.</li>
+ *   <li>The tool refused its arguments → FAILED (not retryable) with an error the model can read; nothing was
+ *       written.</li>
+ * </ol>
+ * Read-only tools run directly and are recorded as COMPLETED pairs without a key.
+ */
+@Component
+public class ExactlyOnceToolExecutor {
+    private static final Logger log = LoggerFactory.getLogger(ExactlyOnceToolExecutor.class);
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final ToolCatalog catalog;
+    private final ToolExecutions executions;
+    private final TransactionTemplate tx;
+
+    public ExactlyOnceToolExecutor(ToolCatalog catalog, ToolExecutions executions, PlatformTransactionManager txManager) {
+        this.catalog = catalog;
+        this.executions = executions;
+        this.tx = new TransactionTemplate(txManager);
+        this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
+    }
+
+    /** The calls of one turn: counts identical calls for their ordinals. */
+    public final class TurnTools {
+        private final SessionLease.Lease lease;
+        private final long turnId;
+        private final long spanFrom;
+        private final Map<String, Integer> seen = new HashMap<>();
+
+        TurnTools(SessionLease.Lease lease, long turnId, long spanFrom) {
+            this.lease = lease;
+            this.turnId = turnId;
+            this.spanFrom = spanFrom;
+        }
+
+        /** @return the result text the model gets for this call (an error text when it failed) */
+        public String execute(ToolExecutionRequest request) {
+            ToolCatalog.Entry tool = catalog.get(request.name());
+            String canonical;
+            try {
+                canonical = CanonicalJson.of(request.arguments());
+            } catch (IllegalArgumentException e) {
+                canonical = null;
+            }
+            boolean sideEffect = tool != null && tool.sideEffect();
+            String identity = request.name() + "\n" + (canonical == null ? request.arguments() : canonical);
+            int ordinal = seen.merge(identity, 1, Integer::sum);
+            String key = sideEffect ? key(lease.sessionId(), spanFrom, identity, ordinal) : null;
+            String callId = request.id() == null || request.id().isBlank() ? "call_" + turnId + "_" + seen.size() : request.id();
+            ToolExecutions.Execution row = executions.insertOrGet(new ToolExecutions.Call(lease.sessionId(), turnId,
+                    spanFrom, key, truncate(callId, 100), truncate(request.name(), 64),
+                    request.arguments() == null ? "{}" : request.arguments(), ordinal, sideEffect, lease.token()));
+            if (row == null) {
+                throw new ModelCaller.LeaseLostException();
+            }
+            if (row.done()) {
+                log.info("tool {} #{} already {} in span {}: recorded result reused", request.name(), ordinal,
+                        row.status(), spanFrom);
+                return row.result();
+            }
+            if (!executions.start(row.id(), turnId, lease.token())) {
+                ToolExecutions.Execution now = executions.byId(row.id());
+                if (now.done()) {
+                    return now.result();
+                }
+                throw new ModelCaller.LeaseLostException();
+            }
+            if (tool == null) {
+                return failed(row.id(), false, "no tool named " + request.name());
+            }
+            if (canonical == null) {
+                return failed(row.id(), false, "arguments are not valid JSON");
+            }
+            return sideEffect ? runFenced(tool, request, row.id()) : runDirect(tool, request, row.id());
+        }
+
+        private String runFenced(ToolCatalog.Entry tool, ToolExecutionRequest request, long executionId) {
+            RuntimeException error;
+            try {
+                return tx.execute(status -> {
+                    if (!executions.lockLease(lease.sessionId(), lease.token())) {
+                        throw new ModelCaller.LeaseLostException();
+                    }
+                    String result = invoke(tool, request, executionId);
+                    if (!executions.complete(executionId, result, lease.token())) {
+                        throw new ModelCaller.LeaseLostException();
+                    }
+                    return result;
+                });
+            } catch (ModelCaller.LeaseLostException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                error = e;
+            }
+            return failed(executionId, error);
+        }
+
+        private String runDirect(ToolCatalog.Entry tool, ToolExecutionRequest request, long executionId) {
+            String result;
+            try {
+                result = invoke(tool, request, executionId);
+            } catch (RuntimeException e) {
+                return failed(executionId, e);
+            }
+            if (!executions.complete(executionId, result, lease.token())) {
+                throw new ModelCaller.LeaseLostException();
+            }
+            return result;
+        }
+
+        private String invoke(ToolCatalog.Entry tool, ToolExecutionRequest request, long executionId) {
+            ToolCallContext.enter(lease.sessionId(), executionId);
+            try {
+                return tool.executor().execute(request, lease.sessionId());
+            } finally {
+                ToolCallContext.exit();
+            }
+        }
+
+        /** Refused arguments will be refused again: final. Anything else never committed: retryable. */
+        private String failed(long executionId, RuntimeException e) {
+            boolean refused = refusal(e);
+            return failed(executionId, !refused, (refused ? "tool call refused: " : "tool call failed and was not applied: ")
+                    + rootMessage(e));
+        }
+
+        private String failed(long executionId, boolean retryable, String error) {
+            String result = JSON.writeValueAsString(Map.of("error", error));
+            if (!executions.fail(executionId, retryable, result, lease.token())) {
+                throw new ModelCaller.LeaseLostException();
+            }
+            log.info("tool execution {} failed: {}", executionId, error);
+            return result;
+        }
+    }
+
+    public TurnTools forTurn(SessionLease.Lease lease, long turnId, long spanFrom) {
+        return new TurnTools(lease, turnId, spanFrom);
+    }
+
+    static String key(long sessionId, long spanFrom, String identity, int ordinal) {
+        try {
+            MessageDigest sha = MessageDigest.getInstance("SHA-256");
+            sha.update((sessionId + "\n" + spanFrom + "\n" + identity + "\n" + ordinal).getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(sha.digest());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static boolean refusal(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof IllegalArgumentException || t instanceof ToolArgumentsException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
+    }
+
+    private static String truncate(String s, int max) {
+        return s.length() <= max ? s : s.substring(0, max);
+    }
+}

@@ -1,0 +1,47 @@
+package dev.settle.ingest;
+
+import dev.settle.schema.DbTime;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** The demo agent's side effects: {@code GET /v1/ledger/entries?sessionId=...}. */
+@RestController
+public class LedgerController {
+    static final String ENTRIES = """
+            SELECT l.id, s.external_id, l.execution_id, l.amount, l.category, l.note, l.created_at
+              FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
+             WHERE s.tenant_id = ? AND s.external_id = ?
+             ORDER BY l.id""";
+
+    private final JdbcTemplate jdbc;
+
+    public LedgerController(JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    @GetMapping("/v1/ledger/entries")
+    public Map<String, Object> entries(@RequestParam(required = false) String sessionId) {
+        if (sessionId == null) {
+            throw ApiProblem.badRequest("missing-session-id", "the query parameter sessionId is required");
+        }
+        MessageRequest.checkSessionId(sessionId);
+        List<Map<String, Object>> entries = jdbc.query(ENTRIES, (rs, i) -> {
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("entryId", rs.getLong("id"));
+            e.put("sessionId", rs.getString("external_id"));
+            e.put("executionId", rs.getLong("execution_id"));
+            e.put("amount", rs.getBigDecimal("amount"));
+            e.put("category", rs.getString("category"));
+            e.put("note", rs.getString("note"));
+            e.put("createdAt", DbTime.instant(rs, "created_at").toString());
+            return e;
+        }, MessageAcceptance.TENANT, sessionId);
+        return Map.of("entries", entries);
+    }
+}
