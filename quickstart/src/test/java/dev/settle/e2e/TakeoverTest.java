@@ -8,6 +8,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -69,5 +72,49 @@ class TakeoverTest {
         }
         assertEquals(0, settle.receiver.deliveries().stream().filter(WebhookReceiver.Delivery::acknowledged)
                 .filter(d -> d.body().contains(marker) && !d.body().contains("after takeover")).count());
+    }
+
+    @Test
+    void an_agent_killed_inside_the_tool_transaction_leaves_no_effect_and_the_successor_books_exactly_once() throws Exception {
+        String s = SettleSystem.newSessionId();
+        String text = "dinner 42 " + s;
+        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
+                : r.messages().stream().noneMatch(m -> "tool".equals(m.role()))
+                ? ModelResponse.toolCall("create_transaction", "{\"amount\":42,\"category\":\"food\"}")
+                : ModelResponse.text("Booked dinner."));
+        Map<String, Object> props = new HashMap<>(settle.sharedProperties());
+        props.put("spring.kafka.consumer.group-id", settle.agentGroup());
+        try (AgentProcess victim = new AgentProcess(props);
+             Connection blocker = DriverManager.getConnection((String) settle.sharedProperties().get("spring.datasource.url"), "root", "")) {
+            await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("partitions assigned"));
+            // hold every gap of ledger_entry: the victim's INSERT will wait inside its tool transaction
+            blocker.setAutoCommit(false);
+            blocker.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            try (Statement st = blocker.createStatement()) {
+                st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
+            }
+            settle.post(s, text);
+            await("the victim is inside the tool transaction", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
+                    Integer.class) == 1);
+            assertEquals("EXECUTING", settle.jdbc.queryForObject("""
+                    SELECT t.status FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ?""", String.class, s));
+
+            victim.kill();
+            blocker.rollback();
+            ConfigurableApplicationContext survivor = settle.startAgent();
+            await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
+            sleep(Duration.ofSeconds(1));
+            assertEquals(1, settle.jdbc.queryForObject("""
+                    SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
+                     WHERE s.external_id = ?""", Integer.class, s), "exactly one ledger row");
+            assertEquals(List.of("COMPLETED"), settle.jdbc.queryForList("""
+                    SELECT t.status FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ?""", String.class, s));
+            assertEquals(List.of("FAILED", "COMMITTED"), settle.turnStates(s));
+            assertEquals("Booked dinner.", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+            settle.launcher.stop(survivor);
+        }
     }
 }

@@ -1,0 +1,84 @@
+package dev.settle.e2e;
+
+import dev.settle.testsupport.ModelDouble;
+import dev.settle.testsupport.ModelResponse;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static dev.settle.e2e.SettleSystem.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** 100 sessions booking at once across two agent-worker instances: ledger rows equal intended calls. */
+class ConcurrentBookingTest {
+    static SettleSystem settle;
+
+    @BeforeAll
+    static void start() {
+        settle = new SettleSystem("booking");
+        settle.startAgent();
+    }
+
+    @AfterAll
+    static void stop() {
+        settle.close();
+    }
+
+    @Test
+    void one_hundred_sessions_booking_concurrently_write_exactly_the_intended_rows() throws Exception {
+        Random random = new Random(7);
+        int sessions = 100;
+        List<String> ids = new ArrayList<>();
+        List<Integer> bookings = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            ids.add(SettleSystem.newSessionId());
+            bookings.add(1 + random.nextInt(3)); // 1-3 identical taxi rides in one message
+        }
+        settle.model.respondWith(r -> {
+            int i = ids.indexOf(r.messages().stream().filter(m -> "user".equals(m.role())).map(m -> m.content())
+                    .reduce((a, b) -> b).orElse("").replace("taxi rides ", ""));
+            if (i < 0) {
+                return ModelDouble.echo(r);
+            }
+            if (r.messages().stream().anyMatch(m -> "tool".equals(m.role()))) {
+                return ModelResponse.text("Booked.");
+            }
+            List<dev.settle.testsupport.ToolCall> calls = new ArrayList<>();
+            for (int k = 0; k < bookings.get(i); k++) {
+                calls.add(new dev.settle.testsupport.ToolCall("t" + k, "create_transaction",
+                        "{\"amount\":" + (i + 1) + ",\"category\":\"transport\"}"));
+            }
+            return ModelResponse.toolCalls(calls).delay(Duration.ofMillis(100 + random.nextInt(200)));
+        });
+        try (ExecutorService clients = Executors.newFixedThreadPool(16)) {
+            List<Future<?>> posts = new ArrayList<>();
+            for (String s : ids) {
+                posts.add(clients.submit(() -> settle.post(s, "taxi rides " + s)));
+            }
+            for (Future<?> f : posts) {
+                f.get();
+            }
+        }
+        await("every session answered", Duration.ofSeconds(120),
+                () -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
+        int intended = bookings.stream().mapToInt(Integer::intValue).sum();
+        assertEquals(intended, settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
+                 WHERE s.external_id LIKE 'e2e-%'""", Integer.class));
+        for (int i = 0; i < sessions; i++) {
+            String s = ids.get(i);
+            assertEquals(bookings.get(i), settle.jdbc.queryForObject("""
+                    SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
+                     WHERE s.external_id = ? AND l.amount = ?""", Integer.class, s, i + 1), s);
+            assertEquals(List.of("COMMITTED"), settle.turnStates(s), s);
+        }
+    }
+}
