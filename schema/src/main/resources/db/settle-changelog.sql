@@ -172,3 +172,32 @@ CREATE TABLE ledger_entry (
   UNIQUE KEY uk_ledger_execution (execution_id),
   KEY ix_ledger_session (session_id, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- streaming, events and policies (issue 4)
+
+--changeset settle:4-session-events-and-policy
+-- The per-session event log behind GET /v1/sessions/{id}/events. seq is allocated by bumping
+-- chat_session.event_seq in the same transaction that inserts the event: the session row lock is held to
+-- the commit, so events become visible in seq order and a reader resuming after seq N never misses one.
+ALTER TABLE chat_session
+  ADD COLUMN event_seq BIGINT      NOT NULL DEFAULT 0,
+  -- double-texting policy: merge | enqueue | reject; NULL = the deployment's default
+  ADD COLUMN policy    VARCHAR(16) NULL;
+
+CREATE TABLE session_event (
+  session_id BIGINT      NOT NULL,
+  seq        BIGINT      NOT NULL,
+  type       VARCHAR(32) NOT NULL,
+  turn_id    BIGINT      NULL,
+  -- reply.delta only: the chunk's number in its turn; the streamed reply is persisted as these rows
+  chunk_seq  INT         NULL,
+  data       MEDIUMTEXT  NOT NULL,
+  created_at DATETIME(6) NOT NULL,
+  PRIMARY KEY (session_id, seq),
+  -- each chunk written exactly once
+  UNIQUE KEY uk_event_chunk (turn_id, chunk_seq)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+ALTER TABLE chat_turn
+  ADD COLUMN streamed_chars INT NOT NULL DEFAULT 0,
+  ADD COLUMN tokens_estimated BOOLEAN NOT NULL DEFAULT FALSE;

@@ -2,6 +2,7 @@ package dev.settle.agent;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.boot.context.properties.bind.Name;
 
 import java.time.Duration;
 import java.util.List;
@@ -9,7 +10,21 @@ import java.util.List;
 /** Configuration of the agent worker, bound from {@code settle.*} (environment: {@code SETTLE_...}). */
 @ConfigurationProperties("settle")
 public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce debounce, @DefaultValue Llm llm,
-                            @DefaultValue Webhook webhook, @DefaultValue Agent agent) {
+                            @DefaultValue Webhook webhook, @DefaultValue Agent agent, @DefaultValue Stream stream,
+                            @DefaultValue Policy policy) {
+
+    /**
+     * How streamed output is persisted: chunks written in batches of at most {@code batchSize} or every
+     * {@code flushInterval}, whichever comes first. {@code flushDelay} slows every write down (fault injection
+     * for tests; 0 in production).
+     */
+    public record Stream(@DefaultValue("32") int batchSize, @DefaultValue("50ms") Duration flushInterval,
+                         @DefaultValue("0ms") Duration flushDelay, @DefaultValue("50ms") Duration interruptPoll) {
+    }
+
+    /** @param defaultPolicy double-texting policy of sessions that set none: merge, enqueue or reject */
+    public record Policy(@DefaultValue("merge") @Name("default") String defaultPolicy) {
+    }
 
     /** @param ttl lease time-to-live on the DB clock; heartbeats renew it every ttl / 3 */
     public record Lease(@DefaultValue("15s") Duration ttl) {

@@ -1,7 +1,7 @@
 package dev.settle.agent;
 
-import dev.langchain4j.model.chat.ChatModel;
-import dev.langchain4j.model.openai.OpenAiChatModel;
+import dev.langchain4j.model.chat.StreamingChatModel;
+import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.annotation.Bean;
@@ -13,19 +13,18 @@ public class ModelConfiguration {
     private static final Logger log = LoggerFactory.getLogger(ModelConfiguration.class);
 
     @Bean
-    ChatModel chatModel(AgentSettings settings) {
+    StreamingChatModel streamingChatModel(AgentSettings settings) {
         AgentSettings.Llm llm = settings.llm();
         if (llm.url() == null || llm.url().isBlank()) {
-            log.warn("SETTLE_LLM_URL is not set: using the OFFLINE DEMO MODEL (deterministic echo, no network)");
-            return new OfflineDemoModel();
+            log.warn("SETTLE_LLM_URL is not set: using the OFFLINE DEMO MODEL (deterministic, no network)");
+            return new OfflineDemoStreamingModel();
         }
         log.info("model: {} at {}", llm.model(), llm.url());
-        return OpenAiChatModel.builder()
+        return OpenAiStreamingChatModel.builder()
                 .baseUrl(llm.url())
                 .apiKey(llm.key() == null || llm.key().isBlank() ? "none" : llm.key())
                 .modelName(llm.model())
                 .timeout(llm.timeout())
-                .maxRetries(0) // ModelCaller retries, with backoff and the lease in view
                 .build();
     }
 }

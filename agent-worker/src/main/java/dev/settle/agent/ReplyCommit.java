@@ -6,13 +6,18 @@ import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import dev.settle.schema.SessionEvents;
+
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.UUID;
 
 /**
  * Promise 3, "one reply per burst": a reply is committed only by the live lease holder and only if no newer
  * message exists — or the max-wait deadline of the oldest unanswered message has passed (promise 4), in
- * which case it commits for the versions it saw and the newer ones form the next turn.
+ * which case it commits for the versions it saw and the newer ones form the next turn. Under the
+ * {@code enqueue} policy every burst gets its own reply: a finished reply commits for the versions it saw.
  *
  * <ol>
  *   <li>{@link #ADVANCE}: one guarded UPDATE moves replied_version from the turn's start to its end. It checks
@@ -32,7 +37,8 @@ public class ReplyCommit {
              WHERE id = ?
                AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)
                AND replied_version = ?
-               AND (version = ? OR oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)""";
+               AND (version = ? OR COALESCE(policy, ?) = 'enqueue'
+                    OR oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)""";
 
     static final String INSERT_REPLY = """
             INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
@@ -52,6 +58,7 @@ public class ReplyCommit {
     private final TransactionTemplate tx;
     private final Outbox outbox;
     private final Duration maxWait;
+    private final String defaultPolicy;
 
     public ReplyCommit(JdbcTemplate jdbc, PlatformTransactionManager txManager, Outbox outbox, AgentSettings settings) {
         this.jdbc = jdbc;
@@ -59,12 +66,13 @@ public class ReplyCommit {
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
         this.outbox = outbox;
         this.maxWait = settings.debounce().maxwait();
+        this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
     public Outcome commit(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String text) {
         Boolean committed = tx.execute(status -> {
             int rows = jdbc.update(ADVANCE, turn.toVersion(), lease.sessionId(), turn.toVersion(), lease.sessionId(),
-                    lease.token(), turn.fromVersion() - 1, turn.toVersion(), SessionLease.micros(maxWait));
+                    lease.token(), turn.fromVersion() - 1, turn.toVersion(), defaultPolicy, SessionLease.micros(maxWait));
             SessionLease.expectAtMostOne(rows, "advance replied_version");
             if (rows == 0) {
                 return false;
@@ -75,6 +83,13 @@ public class ReplyCommit {
                 throw new IllegalStateException("turn " + turnId + " was not RUNNING at commit");
             }
             outbox.replyCreated(lease.sessionId(), replyId, text, turn);
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("turnId", turnId);
+            data.put("replyId", replyId);
+            data.put("text", text);
+            data.put("coversVersion", turn.toVersion());
+            data.put("messageIds", turn.pendingIds());
+            SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("reply.created", turnId, data));
             return true;
         });
         if (Boolean.TRUE.equals(committed)) {

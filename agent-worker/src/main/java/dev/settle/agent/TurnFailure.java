@@ -1,9 +1,13 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionEvents;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * A turn whose model calls all failed: the turn becomes FAILED, the session remembers the version it failed
@@ -37,6 +41,10 @@ public class TurnFailure {
                 return false;
             }
             outbox.replyFailed(lease.sessionId(), turnId, error, turn);
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("turnId", turnId);
+            data.put("error", error);
+            SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.failed", turnId, data));
             return true;
         }));
     }

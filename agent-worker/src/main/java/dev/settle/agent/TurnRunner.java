@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
@@ -11,11 +12,15 @@ import org.springframework.stereotype.Component;
  * <ol>
  *   <li>Claim the lease (one CAS); busy or nothing to do → return at once, never wait.</li>
  *   <li>Read the unanswered span (replied_version, version] and the history under the lease.</li>
- *   <li>Open a RUNNING turn row and keep the lease alive with heartbeats.</li>
- *   <li>Run the model↔tool rounds ({@link AgentLoop}; model calls retried a bounded number of times, tools
- *       exactly once). All attempts of a model call failed → the turn FAILS, reply.failed is queued.</li>
- *   <li>Commit the reply in one guarded statement; superseded by a newer message → DISCARDED, the reply is
- *       dropped, the next turn covers everything; lease lost → write nothing.</li>
+ *   <li>Open a RUNNING turn (turn.started), keep the lease alive with heartbeats, and let the
+ *       {@link InterruptWatcher} stop it when a newer message arrives (merge policy, before max-wait).</li>
+ *   <li>Run the model↔tool rounds ({@link AgentLoop}), streaming into the turn's {@link TurnStream}. All
+ *       attempts of a model call failed → the turn FAILS, reply.failed is queued.</li>
+ *   <li>Finish the stream and check that the persisted text equals the model's text; a difference fails the
+ *       turn loudly instead of committing it.</li>
+ *   <li>Commit the reply in one guarded statement; superseded or interrupted → DISCARDED (its partial text
+ *       stays on record, its tokens are counted, its finished tool calls stay in the history); lease lost →
+ *       write nothing.</li>
  *   <li>Release the lease, then re-arm the session's timer if messages are still waiting.</li>
  * </ol>
  */
@@ -27,20 +32,27 @@ public class TurnRunner {
     private final Conversation conversation;
     private final Turns turns;
     private final AgentLoop agent;
+    private final TurnStreams streams;
+    private final InterruptWatcher interrupts;
     private final ReplyCommit replies;
     private final TurnFailure failures;
     private final WorkWaker waker;
+    private final MeterRegistry meters;
 
     public TurnRunner(SessionLease leases, Heartbeats heartbeats, Conversation conversation, Turns turns,
-                      AgentLoop agent, ReplyCommit replies, TurnFailure failures, WorkWaker waker) {
+                      AgentLoop agent, TurnStreams streams, InterruptWatcher interrupts, ReplyCommit replies,
+                      TurnFailure failures, WorkWaker waker, MeterRegistry meters) {
         this.leases = leases;
         this.heartbeats = heartbeats;
         this.conversation = conversation;
         this.turns = turns;
         this.agent = agent;
+        this.streams = streams;
+        this.interrupts = interrupts;
         this.replies = replies;
         this.failures = failures;
         this.waker = waker;
+        this.meters = meters;
     }
 
     /** @return what happened, for logs and tests */
@@ -52,10 +64,11 @@ public class TurnRunner {
         MDC.put("sessionId", Long.toString(sessionId));
         String outcome = "lease-lost";
         try (Heartbeats.Beat beat = heartbeats.start(lease)) {
-            outcome = answer(lease, beat);
-        } catch (ModelCaller.LeaseLostException e) {
-            log.info("session {}: lease lost mid-turn, nothing written", sessionId);
+            outcome = answer(lease, new TurnControl(beat));
+        } catch (LeaseLostException e) {
+            log.info("session {}: lease lost mid-turn, nothing more written", sessionId);
         } finally {
+            interrupts.forget(sessionId);
             Thread.interrupted(); // a late heartbeat interrupt must not leak into the release
             try {
                 leases.release(lease);
@@ -65,38 +78,63 @@ public class TurnRunner {
                 MDC.remove("turnId");
             }
         }
+        meters.counter("settle.turns", "outcome", outcome).increment();
         return outcome;
     }
 
-    private String answer(SessionLease.Lease lease, Heartbeats.Beat beat) {
+    private String answer(SessionLease.Lease lease, TurnControl control) {
         Conversation.Snapshot turn = conversation.load(lease);
         if (turn == null) {
             return "nothing";
         }
-        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        Long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        if (turnId == null) {
+            throw new LeaseLostException();
+        }
         MDC.put("turnId", Long.toString(turnId));
-        String answer;
-        try {
-            answer = agent.answer(lease, turnId, turn, beat);
-        } catch (ModelCaller.ModelFailedException e) {
-            failures.record(lease, turnId, turn, e.getMessage());
+        interrupts.watch(lease.sessionId(), turn.toVersion(), control);
+        AgentLoop.Usage usage = new AgentLoop.Usage();
+        String text;
+        String persisted;
+        try (TurnStream stream = streams.open(lease, turnId)) {
+            try {
+                text = agent.answer(lease, turnId, turn, control, stream, usage);
+            } catch (TurnControl.Interrupted e) {
+                stream.finish(); // the partial text stays on record, never delivered
+                return discard(lease, turnId, turn, e.getMessage(), usage);
+            } catch (ModelStream.ModelFailedException e) {
+                stream.finish();
+                failures.record(lease, turnId, turn, e.getMessage());
+                return "failed";
+            }
+            persisted = stream.finish();
+        }
+        if (!persisted.equals(text)) {
+            log.error("session {} turn {}: persisted stream ({} chars) differs from the model's text ({} chars); failing the turn",
+                    lease.sessionId(), turnId, persisted.length(), text.length());
+            failures.record(lease, turnId, turn, "persisted stream differs from the model's text");
             return "failed";
         }
-        if (!beat.alive()) {
-            throw new ModelCaller.LeaseLostException();
+        if (!control.leaseAlive()) {
+            throw new LeaseLostException();
         }
-        return switch (replies.commit(lease, turnId, turn, answer)) {
+        return switch (replies.commit(lease, turnId, turn, text)) {
             case COMMITTED -> {
                 log.info("session {}: reply committed for versions {}-{}", lease.sessionId(), turn.fromVersion(), turn.toVersion());
                 yield "committed";
             }
-            case SUPERSEDED -> {
-                turns.end(lease, turnId, "DISCARDED", "superseded: a newer message arrived while generating");
-                log.info("session {}: reply for versions {}-{} discarded, newer messages arrived", lease.sessionId(),
-                        turn.fromVersion(), turn.toVersion());
-                yield "discarded";
-            }
+            case SUPERSEDED -> discard(lease, turnId, turn, "superseded: a newer message arrived while generating", usage);
             case LEASE_LOST -> "lease-lost";
         };
+    }
+
+    private String discard(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String reason,
+                           AgentLoop.Usage usage) {
+        if (turns.discard(lease, turnId, reason, usage)) {
+            meters.counter("settle.discarded.tokens").increment(turns.tokens(turnId));
+        }
+        log.info("session {}: turn for versions {}-{} discarded ({})", lease.sessionId(), turn.fromVersion(),
+                turn.toVersion(), reason);
+        return "discarded";
     }
 }

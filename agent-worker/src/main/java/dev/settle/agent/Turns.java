@@ -4,8 +4,15 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
 
+import dev.settle.schema.SessionEvents;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.support.TransactionTemplate;
+
 import java.sql.PreparedStatement;
 import java.sql.Statement;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * The turn state machine, one row per attempt to answer a span of versions:
@@ -31,18 +38,45 @@ public class Turns {
                SET t.state = 'FAILED', t.reason = 'abandoned: its holder lost the lease', t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ? AND s.lease_token = ?""";
 
+    /** The usage of a discarded turn whose last stream was cut off: estimated from characters (4 per token). */
+    static final String ESTIMATE_USAGE = """
+            UPDATE chat_turn SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?,
+                   tokens_estimated = TRUE
+             WHERE id = ? AND lease_token = ?""";
+
+    static final String STREAMED = "UPDATE chat_turn SET streamed_chars = ? WHERE id = ? AND lease_token = ?";
+
     static final String COUNT_CALLS = """
             UPDATE chat_turn SET model_calls = model_calls + 1, prompt_tokens = prompt_tokens + ?,
                    completion_tokens = completion_tokens + ?
              WHERE id = ? AND lease_token = ?""";
 
     private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
 
-    public Turns(JdbcTemplate jdbc) {
+    public Turns(JdbcTemplate jdbc, PlatformTransactionManager txManager) {
         this.jdbc = jdbc;
+        this.tx = new TransactionTemplate(txManager);
+        this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
 
-    public long begin(SessionLease.Lease lease, long fromVersion, long toVersion) {
+    /** Opens a RUNNING turn and announces it (turn.started); null when the lease is gone. */
+    public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion) {
+        return tx.execute(status -> {
+            long turnId = insert(lease, fromVersion, toVersion);
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("turnId", turnId);
+            data.put("fromVersion", fromVersion);
+            data.put("toVersion", toVersion);
+            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.started", turnId, data))) {
+                status.setRollbackOnly();
+                return null;
+            }
+            return turnId;
+        });
+    }
+
+    private long insert(SessionLease.Lease lease, long fromVersion, long toVersion) {
         jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
         jdbc.update(c -> {
@@ -62,6 +96,30 @@ public class Turns {
         int rows = jdbc.update(END, state, truncate(reason), turnId, lease.token());
         SessionLease.expectAtMostOne(rows, "end turn");
         return rows == 1;
+    }
+
+    /** DISCARDED, with its reason and the tokens it spent, announced as turn.discarded. */
+    public boolean discard(SessionLease.Lease lease, long turnId, String reason, AgentLoop.Usage usage) {
+        return Boolean.TRUE.equals(tx.execute(status -> {
+            if (!usage.complete) {
+                jdbc.update(ESTIMATE_USAGE, usage.promptChars / 4, usage.streamedChars.get() / 4, turnId, lease.token());
+            }
+            jdbc.update(STREAMED, usage.streamedChars.get(), turnId, lease.token());
+            if (!end(lease, turnId, "DISCARDED", reason)) {
+                status.setRollbackOnly();
+                return false;
+            }
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("turnId", turnId);
+            data.put("reason", reason);
+            return SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.discarded", turnId, data));
+        }));
+    }
+
+    /** Tokens (prompt + completion) spent by a discarded turn, for the metric. */
+    public long tokens(long turnId) {
+        Long tokens = jdbc.queryForObject("SELECT prompt_tokens + completion_tokens FROM chat_turn WHERE id = ?", Long.class, turnId);
+        return tokens == null ? 0 : tokens;
     }
 
     public void countCall(SessionLease.Lease lease, long turnId, int promptTokens, int completionTokens) {

@@ -1,6 +1,11 @@
 package dev.settle.ingest;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.boot.context.properties.bind.Name;
+
+import java.time.Duration;
+import java.util.Set;
 
 /**
  * @param apiKey         the bearer key clients must present ({@code SETTLE_API_KEY}); required
@@ -8,12 +13,32 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * @param maxTextChars   longer message texts are refused with 413
  */
 @ConfigurationProperties("settle")
-public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars) {
+public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars, @DefaultValue Policy policy,
+                             @DefaultValue Events events) {
+    public static final Set<String> POLICIES = Set.of("merge", "enqueue", "reject");
+
     public IngestSettings {
         if (apiKey == null || apiKey.isBlank()) {
             throw new IllegalStateException("SETTLE_API_KEY (settle.api-key) must be set");
         }
         maxBodyBytes = maxBodyBytes == null ? 64 * 1024 : maxBodyBytes;
         maxTextChars = maxTextChars == null ? 16_000 : maxTextChars;
+    }
+
+    /** @param defaultPolicy double-texting policy of sessions that set none ({@code SETTLE_POLICY_DEFAULT}) */
+    public record Policy(@DefaultValue("merge") @Name("default") String defaultPolicy) {
+        public Policy {
+            if (!POLICIES.contains(defaultPolicy)) {
+                throw new IllegalStateException("settle.policy.default must be one of " + POLICIES);
+            }
+        }
+    }
+
+    /**
+     * @param pollInterval how often an open event stream looks for new events
+     * @param maxDuration  an event stream is closed after this; the client reconnects with Last-Event-ID
+     */
+    public record Events(@DefaultValue("50ms") Duration pollInterval, @DefaultValue("5m") Duration maxDuration,
+                         @DefaultValue("15s") Duration keepAlive) {
     }
 }

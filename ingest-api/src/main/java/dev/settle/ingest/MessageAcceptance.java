@@ -1,6 +1,7 @@
 package dev.settle.ingest;
 
 import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionEvents;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -8,7 +9,9 @@ import org.springframework.stereotype.Component;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
@@ -21,8 +24,11 @@ import java.util.UUID;
  *   <li>Create the session or bump its version ({@link #UPSERT_SESSION}); the row lock serialises every writer
  *       of this session until commit.</li>
  *   <li>Read back the version and the database time of this message ({@link #READ_SESSION}).</li>
+ *   <li>Under policy {@code reject}, refuse (409) while the session is generating, has a timer armed or has
+ *       unanswered messages: the transaction rolls back and nothing is stored.</li>
  *   <li>Insert the message ({@link #INSERT_MESSAGE}); the unique index on (session, idempotency key) stops a
  *       concurrent replay: the transaction rolls back (the version bump with it) and step 1 answers.</li>
+ *   <li>Append {@code message.accepted} to the session's event log, in the same transaction.</li>
  * </ol>
  */
 @Component
@@ -43,7 +49,10 @@ public class MessageAcceptance {
                 last_message_at = UTC_TIMESTAMP(6)""";
 
     static final String READ_SESSION = """
-            SELECT id, version, oldest_unanswered_at, last_message_at
+            SELECT id, version, oldest_unanswered_at, last_message_at, COALESCE(policy, ?) AS policy,
+                   (lease_token IS NOT NULL AND lease_expires_at > UTC_TIMESTAMP(6)) AS generating,
+                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = chat_session.id) AS armed,
+                   (version - 1 > replied_version AND version - 1 > failed_version) AS pending
               FROM chat_session WHERE tenant_id = ? AND external_id = ?""";
 
     static final String INSERT_MESSAGE = """
@@ -57,10 +66,12 @@ public class MessageAcceptance {
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
+    private final String defaultPolicy;
 
-    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx) {
+    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings) {
         this.jdbc = jdbc;
         this.tx = tx;
+        this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
     public Accepted accept(MessageRequest request) {
@@ -83,14 +94,26 @@ public class MessageAcceptance {
 
     private Accepted insert(MessageRequest request) {
         jdbc.update(UPSERT_SESSION, TENANT, request.sessionId());
-        record Row(long id, long version, Instant oldest, Instant now) {
+        record Row(long id, long version, Instant oldest, Instant now, boolean busy) {
         }
         Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"),
-                DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at")),
-                TENANT, request.sessionId());
+                DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at"),
+                "reject".equals(rs.getString("policy"))
+                        && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending"))),
+                defaultPolicy, TENANT, request.sessionId());
+        if (row.busy()) {
+            // policy reject (QingLedger's behaviour): nothing is stored, the version bump rolls back
+            throw new ApiProblem(HttpStatus.CONFLICT, "session-busy",
+                    "this session is still answering earlier messages (policy reject); retry when it is idle");
+        }
         String messageId = "msg_" + UUID.randomUUID();
         jdbc.update(INSERT_MESSAGE, messageId, row.id(), request.text(), row.version(), request.idempotencyKey(),
                 request.bodySha256(), DbTime.utc(row.now()));
+        Map<String, Object> event = new LinkedHashMap<>();
+        event.put("messageId", messageId);
+        event.put("version", row.version());
+        event.put("text", request.text());
+        SessionEvents.append(jdbc, row.id(), null, SessionEvents.Event.of("message.accepted", null, event));
         return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
     }
 

@@ -51,7 +51,7 @@ public record MessageRequest(String sessionId, String text, String idempotencyKe
         return new MessageRequest(sessionId, text, key, sha256(text));
     }
 
-    private static void checkContentType(String contentType) {
+    static void checkContentType(String contentType) {
         MediaType type;
         try {
             type = contentType == null ? null : MediaType.parseMediaType(contentType);
@@ -70,7 +70,7 @@ public record MessageRequest(String sessionId, String text, String idempotencyKe
         }
     }
 
-    private static byte[] readBody(HttpServletRequest request, int limit) throws IOException {
+    static byte[] readBody(HttpServletRequest request, int limit) throws IOException {
         long declared = request.getContentLengthLong();
         if (declared > limit) {
             throw ApiProblem.tooLarge("body-too-large", "request body is larger than " + limit + " bytes");

@@ -1,11 +1,14 @@
 package dev.settle.ingest;
 
 import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -21,9 +24,14 @@ public class SessionController {
     private final MessageAcceptance acceptance;
     private final AcceptedEventPublisher publisher;
     private final SessionViews views;
+    private final EventStream events;
+    private final SessionPolicies policies;
 
     public SessionController(IngestSettings settings, MessageAcceptance acceptance,
-                             AcceptedEventPublisher publisher, SessionViews views) {
+                             AcceptedEventPublisher publisher, SessionViews views, EventStream events,
+                             SessionPolicies policies) {
+        this.events = events;
+        this.policies = policies;
         this.settings = settings;
         this.acceptance = acceptance;
         this.publisher = publisher;
@@ -56,6 +64,34 @@ public class SessionController {
     public Map<String, Object> messages(@PathVariable String sessionId) {
         SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
         return Map.of("messages", views.messages(session.pk()));
+    }
+
+    /**
+     * Server-Sent Events of the session: message.accepted, turn.started, reply.delta, tool.started,
+     * tool.completed, turn.discarded, reply.created, turn.failed. Resume with {@code Last-Event-ID}.
+     */
+    @GetMapping("/events")
+    public void events(@PathVariable String sessionId,
+                       @RequestHeader(value = "Last-Event-ID", required = false) String lastEventId,
+                       HttpServletResponse response) throws IOException {
+        SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+        long last = 0;
+        if (lastEventId != null && !lastEventId.isBlank()) {
+            try {
+                last = Long.parseLong(lastEventId.trim());
+            } catch (NumberFormatException e) {
+                throw ApiProblem.badRequest("invalid-last-event-id", "Last-Event-ID must be an event id from this stream");
+            }
+        }
+        events.stream(session.pk(), Math.max(0, last), response);
+    }
+
+    /** Sets the session's double-texting policy (creates the session when it does not exist yet). */
+    @PutMapping
+    public Map<String, Object> update(@PathVariable String sessionId, HttpServletRequest request) throws IOException {
+        String policy = PolicyRequest.read(request, settings);
+        policies.set(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId), policy);
+        return views.session(MessageAcceptance.TENANT, sessionId).body();
     }
 
     /** Every attempt to answer, with its state: RUNNING, COMMITTED, DISCARDED or FAILED. */

@@ -17,7 +17,9 @@ public class SessionViews {
      * on the database clock, like every lease decision.
      */
     static final String SESSION = """
-            SELECT s.id, s.external_id, s.version, s.replied_version,
+            SELECT s.id, s.external_id, s.version, s.replied_version, COALESCE(s.policy, ?) AS policy,
+                   (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
+                     WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
                    (s.lease_token IS NOT NULL AND s.lease_expires_at > UTC_TIMESTAMP(6)) AS generating,
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting
               FROM chat_session s
@@ -41,28 +43,34 @@ public class SessionViews {
                    started_at, ended_at
               FROM chat_turn WHERE session_id = ? ORDER BY id""";
 
-    public record SessionView(long pk, String sessionId, long version, long repliedVersion, String state) {
+    public record SessionView(long pk, String sessionId, long version, long repliedVersion, String state,
+                              String policy, long discardedTokens) {
         Map<String, Object> body() {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("sessionId", sessionId);
             body.put("version", version);
             body.put("repliedVersion", repliedVersion);
             body.put("state", state);
+            body.put("policy", policy);
+            body.put("discardedTokens", discardedTokens);
             return body;
         }
     }
 
     private final JdbcTemplate jdbc;
+    private final String defaultPolicy;
 
-    public SessionViews(JdbcTemplate jdbc) {
+    public SessionViews(JdbcTemplate jdbc, IngestSettings settings) {
         this.jdbc = jdbc;
+        this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
     public SessionView session(String tenant, String sessionId) {
         List<SessionView> rows = jdbc.query(SESSION, (rs, i) -> new SessionView(rs.getLong("id"),
                 rs.getString("external_id"), rs.getLong("version"), rs.getLong("replied_version"),
-                rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle"),
-                tenant, sessionId);
+                rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
+                rs.getString("policy"), rs.getLong("discarded_tokens")),
+                defaultPolicy, tenant, sessionId);
         if (rows.isEmpty()) {
             throw ApiProblem.notFound("no session " + sessionId);
         }

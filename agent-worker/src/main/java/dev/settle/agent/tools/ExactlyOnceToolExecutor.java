@@ -2,8 +2,10 @@ package dev.settle.agent.tools;
 
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.exception.ToolArgumentsException;
-import dev.settle.agent.ModelCaller;
+import dev.settle.agent.LeaseLostException;
 import dev.settle.agent.SessionLease;
+import dev.settle.schema.SessionEvents;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
@@ -17,6 +19,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -47,8 +50,11 @@ public class ExactlyOnceToolExecutor {
     private final ToolCatalog catalog;
     private final ToolExecutions executions;
     private final TransactionTemplate tx;
+    private final JdbcTemplate jdbc;
 
-    public ExactlyOnceToolExecutor(ToolCatalog catalog, ToolExecutions executions, PlatformTransactionManager txManager) {
+    public ExactlyOnceToolExecutor(ToolCatalog catalog, ToolExecutions executions, PlatformTransactionManager txManager,
+                                   JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
         this.catalog = catalog;
         this.executions = executions;
         this.tx = new TransactionTemplate(txManager);
@@ -61,6 +67,7 @@ public class ExactlyOnceToolExecutor {
         private final long turnId;
         private final long spanFrom;
         private final Map<String, Integer> seen = new HashMap<>();
+        private ToolExecutionRequest currentRequest;
 
         TurnTools(SessionLease.Lease lease, long turnId, long spanFrom) {
             this.lease = lease;
@@ -70,6 +77,7 @@ public class ExactlyOnceToolExecutor {
 
         /** @return the result text the model gets for this call (an error text when it failed) */
         public String execute(ToolExecutionRequest request) {
+            currentRequest = request;
             ToolCatalog.Entry tool = catalog.get(request.name());
             String canonical;
             try {
@@ -86,7 +94,7 @@ public class ExactlyOnceToolExecutor {
                     spanFrom, key, truncate(callId, 100), truncate(request.name(), 64),
                     request.arguments() == null ? "{}" : request.arguments(), ordinal, sideEffect, lease.token()));
             if (row == null) {
-                throw new ModelCaller.LeaseLostException();
+                throw new LeaseLostException();
             }
             if (row.done()) {
                 log.info("tool {} #{} already {} in span {}: recorded result reused", request.name(), ordinal,
@@ -98,8 +106,9 @@ public class ExactlyOnceToolExecutor {
                 if (now.done()) {
                     return now.result();
                 }
-                throw new ModelCaller.LeaseLostException();
+                throw new LeaseLostException();
             }
+            announce("tool.started", row.id(), request, null, null);
             if (tool == null) {
                 return failed(row.id(), false, "no tool named " + request.name());
             }
@@ -114,15 +123,16 @@ public class ExactlyOnceToolExecutor {
             try {
                 return tx.execute(status -> {
                     if (!executions.lockLease(lease.sessionId(), lease.token())) {
-                        throw new ModelCaller.LeaseLostException();
+                        throw new LeaseLostException();
                     }
                     String result = invoke(tool, request, executionId);
                     if (!executions.complete(executionId, result, lease.token())) {
-                        throw new ModelCaller.LeaseLostException();
+                        throw new LeaseLostException();
                     }
+                    event(executionId, request, "COMPLETED", result, "tool.completed");
                     return result;
                 });
-            } catch (ModelCaller.LeaseLostException e) {
+            } catch (LeaseLostException e) {
                 throw e;
             } catch (RuntimeException e) {
                 error = e;
@@ -138,8 +148,9 @@ public class ExactlyOnceToolExecutor {
                 return failed(executionId, e);
             }
             if (!executions.complete(executionId, result, lease.token())) {
-                throw new ModelCaller.LeaseLostException();
+                throw new LeaseLostException();
             }
+            announce("tool.completed", executionId, request, "COMPLETED", result);
             return result;
         }
 
@@ -162,10 +173,32 @@ public class ExactlyOnceToolExecutor {
         private String failed(long executionId, boolean retryable, String error) {
             String result = JSON.writeValueAsString(Map.of("error", error));
             if (!executions.fail(executionId, retryable, result, lease.token())) {
-                throw new ModelCaller.LeaseLostException();
+                throw new LeaseLostException();
             }
             log.info("tool execution {} failed: {}", executionId, error);
+            announce("tool.completed", executionId, currentRequest, "FAILED", result);
             return result;
+        }
+
+        /** In a transaction of its own. */
+        private void announce(String type, long executionId, ToolExecutionRequest request, String status, String result) {
+            tx.executeWithoutResult(s -> event(executionId, request, status, result, type));
+        }
+
+        /** In the caller's transaction, fenced by the lease. */
+        private void event(long executionId, ToolExecutionRequest request, String status, String result, String type) {
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("turnId", turnId);
+            data.put("executionId", executionId);
+            data.put("tool", request == null ? null : request.name());
+            data.put("arguments", request == null ? null : request.arguments());
+            if (status != null) {
+                data.put("status", status);
+                data.put("result", result);
+            }
+            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, data))) {
+                throw new LeaseLostException();
+            }
         }
     }
 

@@ -2,7 +2,7 @@ package dev.settle.agent.tools;
 
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.settle.agent.Conversation;
-import dev.settle.agent.ModelCaller;
+import dev.settle.agent.LeaseLostException;
 import dev.settle.agent.SessionLease;
 import dev.settle.agent.TestAgent;
 import dev.settle.agent.Turns;
@@ -53,7 +53,7 @@ class ToolFencingTest {
         long turnId = turns.begin(lease, 1, 1);
         ExactlyOnceToolExecutor.TurnTools tools = executor.forTurn(lease, turnId, 1);
         Thread.sleep(1500); // paused past the TTL, no heartbeat
-        assertThrows(ModelCaller.LeaseLostException.class, () -> tools.execute(book("{\"amount\":35,\"category\":\"food\"}")));
+        assertThrows(LeaseLostException.class, () -> tools.execute(book("{\"amount\":35,\"category\":\"food\"}")));
         assertEquals(0, ledgerRows(session));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM tool_execution WHERE session_id = ?", session));
     }

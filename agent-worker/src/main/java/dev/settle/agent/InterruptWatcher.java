@@ -1,0 +1,117 @@
+package dev.settle.agent;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Early interrupt under the merge policy: a message accepted while a turn is generating cancels the model
+ * stream (the reply would be discarded anyway) — unless the turn is past the max-wait deadline of the oldest
+ * unanswered message, in which case it is left to commit for the versions it saw.
+ *
+ * <ol>
+ *   <li>Every {@code settle.stream.interrupt-poll} (50 ms), one query per 500 in-flight sessions reads their
+ *       version, policy and whether the deadline is still ahead, on the DB clock ({@link #CHECK}).</li>
+ *   <li>A session whose version moved past the turn's, with policy merge and the deadline ahead → interrupt.</li>
+ * </ol>
+ * Polling keeps this independent of Kafka and of which instance accepted the message.
+ */
+@Component
+public class InterruptWatcher implements SmartLifecycle {
+    private static final Logger log = LoggerFactory.getLogger(InterruptWatcher.class);
+    static final String CHECK = """
+            SELECT id, version, COALESCE(policy, ?) AS policy,
+                   (oldest_unanswered_at IS NOT NULL
+                    AND oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND) AS before_deadline
+              FROM chat_session WHERE id IN (%s)""";
+
+    record Watched(long toVersion, TurnControl control) {
+    }
+
+    private final Map<Long, Watched> inFlight = new ConcurrentHashMap<>();
+    private final JdbcTemplate jdbc;
+    private final Duration poll;
+    private final String defaultPolicy;
+    private final long maxWaitMicros;
+    private volatile Thread loop;
+
+    public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings) {
+        this.jdbc = jdbc;
+        this.poll = settings.stream().interruptPoll();
+        this.defaultPolicy = settings.policy().defaultPolicy();
+        this.maxWaitMicros = SessionLease.micros(settings.debounce().maxwait());
+    }
+
+    public void watch(long sessionId, long toVersion, TurnControl control) {
+        inFlight.put(sessionId, new Watched(toVersion, control));
+    }
+
+    public void forget(long sessionId) {
+        inFlight.remove(sessionId);
+    }
+
+    public int inFlight() {
+        return inFlight.size();
+    }
+
+    void check() {
+        List<Long> ids = new ArrayList<>(inFlight.keySet());
+        for (int from = 0; from < ids.size(); from += 500) {
+            List<Long> part = ids.subList(from, Math.min(ids.size(), from + 500));
+            String sql = CHECK.formatted(String.join(",", Collections.nCopies(part.size(), "?")));
+            List<Object> args = new ArrayList<>();
+            args.add(defaultPolicy);
+            args.add(maxWaitMicros);
+            args.addAll(part);
+            jdbc.query(sql, rs -> {
+                Watched w = inFlight.get(rs.getLong("id"));
+                if (w != null && rs.getLong("version") > w.toVersion() && "merge".equals(rs.getString("policy"))
+                        && rs.getBoolean("before_deadline")) {
+                    log.info("session {}: version {} arrived while generating for {}; interrupting",
+                            rs.getLong("id"), rs.getLong("version"), w.toVersion());
+                    w.control().interrupt("interrupted: a newer message arrived while generating");
+                }
+            }, args.toArray());
+        }
+    }
+
+    @Override
+    public void start() {
+        loop = Thread.ofPlatform().name("interrupt-watcher").daemon().start(() -> {
+            while (!Thread.currentThread().isInterrupted()) {
+                try {
+                    Thread.sleep(poll);
+                    if (!inFlight.isEmpty()) {
+                        check();
+                    }
+                } catch (java.lang.InterruptedException e) {
+                    return;
+                } catch (RuntimeException e) {
+                    log.warn("interrupt watcher: {}", e.toString());
+                }
+            }
+        });
+    }
+
+    @Override
+    public void stop() {
+        Thread t = loop;
+        if (t != null) {
+            t.interrupt();
+        }
+    }
+
+    @Override
+    public boolean isRunning() {
+        return loop != null && loop.isAlive();
+    }
+}

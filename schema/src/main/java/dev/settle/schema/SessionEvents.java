@@ -1,0 +1,85 @@
+package dev.settle.schema;
+
+import org.springframework.jdbc.core.BatchPreparedStatementSetter;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Appends to a session's event log (the SSE stream). Must run inside the caller's transaction: the seq is
+ * taken by bumping chat_session.event_seq, whose row lock lasts until that transaction commits, so events
+ * commit in seq order. With a lease token the append is fenced: a holder that lost its lease appends
+ * nothing ({@link #append} returns false).
+ *
+ * <ol>
+ *   <li>{@link #RESERVE}: {@code event_seq = LAST_INSERT_ID(event_seq + n)} (guarded by the lease when given).</li>
+ *   <li>{@code SELECT LAST_INSERT_ID()} on the same connection: the last seq reserved.</li>
+ *   <li>Insert the n events with seqs {@code top - n + 1 .. top}.</li>
+ * </ol>
+ */
+public final class SessionEvents {
+    static final String RESERVE = "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?";
+    static final String RESERVE_FENCED = """
+            UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?)
+             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+    static final String INSERT = """
+            INSERT INTO session_event (session_id, seq, type, turn_id, chunk_seq, data, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))""";
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** One event to append. */
+    public record Event(String type, Long turnId, Integer chunkSeq, Map<String, Object> data) {
+        public static Event of(String type, Long turnId, Map<String, Object> data) {
+            return new Event(type, turnId, null, data);
+        }
+    }
+
+    private SessionEvents() {
+    }
+
+    /** @return false when {@code leaseToken} is given and is no longer the live lease (nothing appended) */
+    public static boolean append(JdbcTemplate jdbc, long sessionId, String leaseToken, List<Event> events) {
+        if (events.isEmpty()) {
+            return true;
+        }
+        if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw new IllegalStateException("session events must be appended inside a transaction");
+        }
+        int rows = leaseToken == null
+                ? jdbc.update(RESERVE, events.size(), sessionId)
+                : jdbc.update(RESERVE_FENCED, events.size(), sessionId, leaseToken);
+        if (rows == 0) {
+            return false;
+        }
+        long top = jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
+        long first = top - events.size() + 1;
+        jdbc.batchUpdate(INSERT, new BatchPreparedStatementSetter() {
+            @Override
+            public void setValues(PreparedStatement ps, int i) throws SQLException {
+                Event e = events.get(i);
+                ps.setLong(1, sessionId);
+                ps.setLong(2, first + i);
+                ps.setString(3, e.type());
+                ps.setObject(4, e.turnId());
+                ps.setObject(5, e.chunkSeq());
+                ps.setString(6, JSON.writeValueAsString(e.data()));
+            }
+
+            @Override
+            public int getBatchSize() {
+                return events.size();
+            }
+        });
+        return true;
+    }
+
+    public static boolean append(JdbcTemplate jdbc, long sessionId, String leaseToken, Event event) {
+        return append(jdbc, sessionId, leaseToken, List.of(event));
+    }
+}
