@@ -75,10 +75,10 @@ public class InterruptWatcher implements SmartLifecycle {
             jdbc.query(sql, rs -> {
                 Watched w = inFlight.get(rs.getLong("id"));
                 if (w != null && rs.getLong("version") > w.toVersion() && "merge".equals(rs.getString("policy"))
-                        && rs.getBoolean("before_deadline")) {
-                    log.info("session {}: version {} arrived while generating for {}; interrupting",
+                        && rs.getBoolean("before_deadline")
+                        && w.control().interrupt("interrupted: a newer message arrived while generating")) {
+                    log.info("session {}: version {} arrived while generating for {}; interrupted",
                             rs.getLong("id"), rs.getLong("version"), w.toVersion());
-                    w.control().interrupt("interrupted: a newer message arrived while generating");
                 }
             }, args.toArray());
         }

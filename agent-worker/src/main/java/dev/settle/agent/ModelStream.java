@@ -87,11 +87,12 @@ public class ModelStream {
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
         AtomicReference<StreamingHandle> handle = new AtomicReference<>();
         control.whileStreaming(() -> {
+            // settle the outcome first: cancelling makes the client report an error we must not mistake for one
+            done.completeExceptionally(new TurnControl.Interrupted(control.interruptReason()));
             StreamingHandle h = handle.get();
             if (h != null) {
                 h.cancel();
             }
-            done.completeExceptionally(new TurnControl.Interrupted(control.interruptReason()));
         });
         try {
             ChatRequest.Builder request = ChatRequest.builder().messages(messages);

@@ -19,14 +19,16 @@ public final class TurnControl {
         return beat == null || beat.alive();
     }
 
-    /** Asks the turn to stop generating; the first reason wins. */
-    public void interrupt(String reason) {
-        if (interrupt.compareAndSet(null, reason)) {
-            Runnable cancel = onInterrupt.get();
-            if (cancel != null) {
-                cancel.run();
-            }
+    /** Asks the turn to stop generating; the first reason wins. @return true for the first request */
+    public boolean interrupt(String reason) {
+        if (!interrupt.compareAndSet(null, reason)) {
+            return false;
         }
+        Runnable cancel = onInterrupt.get();
+        if (cancel != null) {
+            cancel.run();
+        }
+        return true;
     }
 
     public String interruptReason() {

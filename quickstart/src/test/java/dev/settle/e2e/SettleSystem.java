@@ -49,6 +49,11 @@ public final class SettleSystem implements AutoCloseable {
 
     /** @param withAgent false to start without an agent worker (a test adds its own) */
     public SettleSystem(String hint, boolean withAgent) {
+        this(hint, withAgent, Map.of());
+    }
+
+    /** @param extra properties every application gets, over the defaults of this system */
+    public SettleSystem(String hint, boolean withAgent, Map<String, Object> extra) {
         Map<String, Object> shared = new HashMap<>();
         shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         shared.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
@@ -66,6 +71,7 @@ public final class SettleSystem implements AutoCloseable {
         shared.put("settle.webhook.secret", SECRET);
         shared.put("settle.webhook.schedule", "0s,200ms,200ms,200ms");
         shared.put("settle.webhook.poll-interval", "20ms");
+        shared.putAll(extra);
         // consumer groups unique to this system: the broker is shared with other test classes
         String group = "-" + hint + "-" + UUID.randomUUID();
         this.shared = Map.copyOf(shared);
@@ -108,6 +114,28 @@ public final class SettleSystem implements AutoCloseable {
             throw new AssertionError("POST answered " + r.statusCode() + ": " + r.body());
         }
         return JSON.readTree(r.body());
+    }
+
+    /** POSTs and returns the raw status (for refusals). */
+    public int postStatus(String sessionId, String text) {
+        return send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
+                .header("Authorization", "Bearer " + KEY)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build()).statusCode();
+    }
+
+    public JsonNode put(String path, String json) {
+        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + path))
+                .header("Authorization", "Bearer " + KEY).header("Content-Type", "application/json")
+                .PUT(HttpRequest.BodyPublishers.ofString(json)).build());
+        if (r.statusCode() != 200) {
+            throw new AssertionError("PUT answered " + r.statusCode() + ": " + r.body());
+        }
+        return JSON.readTree(r.body());
+    }
+
+    public String baseUrl() {
+        return base;
     }
 
     public JsonNode get(String path) {

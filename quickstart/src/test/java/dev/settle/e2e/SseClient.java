@@ -1,0 +1,63 @@
+package dev.settle.e2e;
+
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Predicate;
+
+/** A minimal Server-Sent Events client over java.net.http: reads events until told to stop, then hangs up. */
+final class SseClient {
+    static final JsonMapper JSON = JsonMapper.builder().build();
+
+    record Event(long id, String type, JsonNode data) {
+    }
+
+    private SseClient() {
+    }
+
+    /** Reads events until {@code stop} accepts one (included), then closes the connection. */
+    static List<Event> read(String url, String key, Long lastEventId, Predicate<Event> stop) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).header("Authorization", "Bearer " + key)
+                .header("Accept", "text/event-stream").GET();
+        if (lastEventId != null) {
+            request.header("Last-Event-ID", Long.toString(lastEventId));
+        }
+        HttpResponse<InputStream> response = HttpClient.newHttpClient().send(request.build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+        if (response.statusCode() != 200) {
+            throw new AssertionError("events answered " + response.statusCode());
+        }
+        List<Event> events = new ArrayList<>();
+        try (InputStream in = response.body();
+             BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+            long id = -1;
+            String type = null;
+            String line;
+            while ((line = reader.readLine()) != null) {
+                if (line.startsWith("id: ")) {
+                    id = Long.parseLong(line.substring(4));
+                } else if (line.startsWith("event: ")) {
+                    type = line.substring(7);
+                } else if (line.startsWith("data: ") && type != null) {
+                    Event event = new Event(id, type, JSON.readTree(line.substring(6)));
+                    events.add(event);
+                    type = null;
+                    if (stop.test(event)) {
+                        return events;
+                    }
+                }
+            }
+        }
+        return events;
+    }
+}

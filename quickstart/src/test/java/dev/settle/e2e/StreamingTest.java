@@ -1,0 +1,270 @@
+package dev.settle.e2e;
+
+import dev.settle.testsupport.ModelDouble;
+import dev.settle.testsupport.ModelResponse;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static dev.settle.e2e.SettleSystem.await;
+import static dev.settle.e2e.SettleSystem.sleep;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Streaming, the event stream, early interrupt and the double-texting policies. Chunk writes are slowed
+ * down on purpose (flush delay 20 ms, batches of 4) to reproduce seed 003's conditions.
+ */
+class StreamingTest {
+    static final Duration LONG = Duration.ofSeconds(40);
+    static SettleSystem settle;
+
+    @BeforeAll
+    static void start() {
+        settle = new SettleSystem("streaming", true, Map.of(
+                "settle.stream.flush-delay", "20ms",
+                "settle.stream.batch-size", "4"));
+    }
+
+    @AfterAll
+    static void stop() {
+        settle.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        settle.model.reset();
+        settle.receiver.reset();
+    }
+
+    static String words(String prefix, int n) {
+        StringBuilder sb = new StringBuilder(prefix);
+        for (int i = 0; i < n; i++) {
+            sb.append(" word").append(i);
+        }
+        return sb.toString();
+    }
+
+    String committedText(String s) {
+        return settle.jdbc.queryForObject("""
+                SELECT m.text FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+                 WHERE s.external_id = ? AND m.role = 'assistant'""", String.class, s);
+    }
+
+    /** The persisted chunks of every turn of a session, concatenated per turn, in turn order. */
+    List<String> persistedPerTurn(String s) {
+        List<String> out = new ArrayList<>();
+        for (Long turn : settle.jdbc.queryForList("""
+                SELECT t.id FROM chat_turn t JOIN chat_session s ON s.id = t.session_id WHERE s.external_id = ? ORDER BY t.id""",
+                Long.class, s)) {
+            StringBuilder sb = new StringBuilder();
+            for (String data : settle.jdbc.queryForList("SELECT data FROM session_event WHERE turn_id = ? AND type = 'reply.delta' ORDER BY chunk_seq",
+                    String.class, turn)) {
+                sb.append(SseClient.JSON.readTree(data).get("text").asString());
+            }
+            out.add(sb.toString());
+        }
+        return out;
+    }
+
+    @Test
+    void slow_chunk_writes_under_a_fast_stream_lose_nothing_over_many_turns() throws Exception {
+        int sessions = 24;
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            ids.add(SettleSystem.newSessionId());
+        }
+        settle.model.respondWith(r -> {
+            String user = r.lastUserText();
+            return ModelResponse.text(words("reply to " + user + " ünïcödé 🍜", 80)).chunkSize(1 + user.length() % 3);
+        });
+        try (ExecutorService clients = Executors.newFixedThreadPool(8)) {
+            List<Future<?>> posts = new ArrayList<>();
+            for (String s : ids) {
+                posts.add(clients.submit(() -> settle.post(s, s)));
+            }
+            for (Future<?> f : posts) {
+                f.get();
+            }
+        }
+        await("every session answered", LONG, () -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
+        for (String s : ids) {
+            String expected = words("reply to " + s + " ünïcödé 🍜", 80);
+            assertEquals(expected, committedText(s), s);
+            assertEquals(List.of(expected), persistedPerTurn(s), "persisted chunks equal the streamed text for " + s);
+            Set<Integer> seqs = new HashSet<>(settle.jdbc.queryForList("""
+                    SELECT e.chunk_seq FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                     WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s));
+            for (int k = 1; k <= seqs.size(); k++) {
+                assertTrue(seqs.contains(k), "chunk " + k + " of " + s);
+            }
+        }
+    }
+
+    @Test
+    void a_client_that_reconnects_with_last_event_id_gets_every_delta_exactly_once() throws Exception {
+        String s = SettleSystem.newSessionId();
+        String reply = words("streamed slowly", 60);
+        settle.model.respondWith(r -> r.body().contains(s) ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25))
+                : ModelDouble.echo(r));
+        settle.post(s, "tell me " + s);
+        String url = settle.baseUrl() + "/v1/sessions/" + s + "/events";
+        List<SseClient.Event> first = SseClient.read(url, SettleSystem.KEY, null,
+                e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 10);
+        long lastId = first.getLast().id();
+        sleep(Duration.ofMillis(600)); // away while more deltas are produced
+        List<SseClient.Event> second = SseClient.read(url, SettleSystem.KEY, lastId, e -> e.type().equals("reply.created"));
+
+        List<SseClient.Event> all = new ArrayList<>(first);
+        all.addAll(second);
+        for (int i = 1; i < all.size(); i++) {
+            assertEquals(all.get(i - 1).id() + 1, all.get(i).id(), "ids have no gap and no repeat");
+        }
+        assertEquals("message.accepted", all.getFirst().type());
+        assertEquals("turn.started", all.get(1).type());
+        StringBuilder deltas = new StringBuilder();
+        Set<Integer> seqs = new HashSet<>();
+        for (SseClient.Event e : all) {
+            if (e.type().equals("reply.delta")) {
+                assertTrue(seqs.add(e.data().get("seq").asInt()), "duplicate seq " + e.data().get("seq"));
+                deltas.append(e.data().get("text").asString());
+            }
+        }
+        assertEquals(reply, deltas.toString());
+        assertEquals(committedText(s), deltas.toString());
+        assertEquals(reply, second.getLast().data().get("text").asString());
+        assertEquals(1, second.getLast().data().get("coversVersion").asLong());
+    }
+
+    @Test
+    void a_message_during_a_slow_stream_cancels_it_early_and_one_reply_covers_both() {
+        String s = SettleSystem.newSessionId();
+        String slow = words("slow answer", 100); // 100+ chunks x 50 ms: about 5 s of streaming
+        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
+                : r.body().contains("second " + s) ? ModelResponse.text("both answered").usage(40, 3)
+                : ModelResponse.text(slow).chunkSize(8).chunkDelay(Duration.ofMillis(50)).usage(30, 200));
+        settle.post(s, "first " + s);
+        await("the slow stream is streaming", LONG, () -> settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
+        Instant sent = Instant.now();
+        settle.post(s, "second " + s);
+        assertTrue(settle.model.awaitCancelled(1, Duration.ofSeconds(3)), "the model request was cancelled");
+        Duration toCancel = Duration.between(sent, Instant.now());
+        System.out.println("stream cancelled " + toCancel.toMillis() + " ms after the new message was accepted");
+
+        await("one reply", LONG, () -> settle.webhooks(s).size() == 1);
+        sleep(Duration.ofMillis(500));
+        assertEquals("reply.created", settle.webhooks(s).getFirst().json().get("type").asString(), settle.webhooks(s).getFirst().body() + " turns: " + settle.get("/v1/sessions/" + s + "/turns"));
+        assertEquals("both answered", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+        assertEquals(2, settle.webhooks(s).getFirst().json().get("data").get("coversVersion").asLong());
+        JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
+        assertEquals(2, turns.size());
+        assertEquals("DISCARDED", turns.get(0).get("state").asString());
+        assertTrue(turns.get(0).get("reason").asString().startsWith("interrupted"));
+        assertEquals("COMMITTED", turns.get(1).get("state").asString());
+        // the partial text of the interrupted turn is on record, shorter than the full answer, never a reply
+        String partial = persistedPerTurn(s).getFirst();
+        assertTrue(partial.length() > 0 && partial.length() < slow.length(), "partial: " + partial.length());
+        assertTrue(slow.startsWith(partial));
+        assertEquals(1, settle.replies(s).size());
+        // its tokens are counted: per session, and as a metric of the agent worker
+        long discarded = settle.get("/v1/sessions/" + s).get("discardedTokens").asLong();
+        assertTrue(discarded > 0, "discarded tokens " + discarded);
+        assertEquals(discarded, turns.get(0).get("promptTokens").asLong() + turns.get(0).get("completionTokens").asLong());
+        MeterRegistry meters = settle.agent.getBean(MeterRegistry.class);
+        assertTrue(meters.counter("settle.discarded.tokens").count() >= discarded);
+    }
+
+    @Test
+    void typing_past_max_wait_does_not_interrupt_the_running_turn() {
+        String s = SettleSystem.newSessionId();
+        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
+                : ModelResponse.text(words("answer", 30)).chunkSize(6).chunkDelay(Duration.ofMillis(40)));
+        int messages = 32; // one every 200 ms (half the window) for 6.4 s, past the 4 s max-wait and on through the turn
+        Instant stoppedTyping = null;
+        for (int i = 1; i <= messages; i++) {
+            settle.post(s, "typing " + i + " " + s);
+            stoppedTyping = Instant.now();
+            sleep(Duration.ofMillis(200));
+        }
+        Instant typingEnded = stoppedTyping;
+        await("all answered", LONG, () -> settle.get("/v1/sessions/" + s).get("repliedVersion").asLong() == messages);
+        assertTrue(settle.webhooks(s).getFirst().receivedAt().isBefore(typingEnded), "a turn committed while typing went on");
+        // a turn may be interrupted only before the max-wait deadline of the oldest message it answered
+        List<java.util.Map<String, Object>> turns = settle.jdbc.queryForList("""
+                SELECT t.state, t.reason, t.ended_at, m.created_at AS oldest FROM chat_turn t
+                  JOIN chat_session s ON s.id = t.session_id
+                  JOIN chat_message m ON m.session_id = s.id AND m.version = t.from_version
+                 WHERE s.external_id = ? ORDER BY t.id""", s);
+        for (java.util.Map<String, Object> t : turns) {
+            if ("DISCARDED".equals(t.get("state"))) {
+                java.time.LocalDateTime deadline = ((java.time.LocalDateTime) t.get("oldest")).plus(SettleSystem.MAX_WAIT);
+                assertTrue(((java.time.LocalDateTime) t.get("ended_at")).isBefore(deadline.plusSeconds(1)),
+                        "interrupted past its deadline: " + t);
+            }
+        }
+        long next = 1;
+        for (long[] reply : settle.replies(s)) {
+            assertEquals(next, reply[0]);
+            next = reply[1] + 1;
+        }
+        assertEquals(messages + 1, next);
+    }
+
+    /** The same script under each policy: A; B while A's turn generates. */
+    int[] burstUnder(String policy) {
+        String s = SettleSystem.newSessionId();
+        settle.put("/v1/sessions/" + s, "{\"policy\":\"" + policy + "\"}");
+        assertEquals(policy, settle.get("/v1/sessions/" + s).get("policy").asString());
+        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
+                : ModelResponse.text("answer " + r.messages().stream().filter(m -> "user".equals(m.role())).count())
+                .chunkSize(2).chunkDelay(Duration.ofMillis(150)));
+        settle.post(s, "A " + s);
+        await("generating", LONG, () -> "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        int status = settle.postStatus(s, "B " + s);
+        await("settled", LONG, () -> {
+            JsonNode session = settle.get("/v1/sessions/" + s);
+            return session.get("repliedVersion").asLong() == session.get("version").asLong()
+                    && "idle".equals(session.get("state").asString());
+        });
+        sleep(Duration.ofMillis(500));
+        return new int[]{status, settle.replies(s).size(), (int) settle.get("/v1/sessions/" + s).get("version").asLong(),
+                (int) settle.turnStates(s).stream().filter("DISCARDED"::equals).count()};
+    }
+
+    @Test
+    void each_policy_gives_its_exact_reply_count_on_the_same_burst() {
+        int[] merge = burstUnder("merge");
+        assertEquals(202, merge[0]);
+        assertEquals(1, merge[1], "merge: one reply covering A and B");
+        assertEquals(2, merge[2]);
+        assertEquals(1, merge[3], "merge: A's turn interrupted");
+
+        int[] enqueue = burstUnder("enqueue");
+        assertEquals(202, enqueue[0]);
+        assertEquals(2, enqueue[1], "enqueue: one reply per burst");
+        assertEquals(2, enqueue[2]);
+        assertEquals(0, enqueue[3], "enqueue: nothing discarded");
+
+        int[] reject = burstUnder("reject");
+        assertEquals(409, reject[0], "reject: B refused while A is answered");
+        assertEquals(1, reject[1]);
+        assertEquals(1, reject[2], "reject: B was not stored");
+        assertEquals(0, reject[3]);
+    }
+}
