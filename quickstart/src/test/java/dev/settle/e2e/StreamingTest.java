@@ -2,11 +2,13 @@ package dev.settle.e2e;
 
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
+import dev.settle.quickstart.SettleLauncher;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
 import tools.jackson.databind.JsonNode;
 
 import java.time.Duration;
@@ -32,12 +34,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class StreamingTest {
     static final Duration LONG = Duration.ofSeconds(40);
     static SettleSystem settle;
+    static ConfigurableApplicationContext secondIngest;
 
     @BeforeAll
     static void start() {
         settle = new SettleSystem("streaming", true, Map.of(
                 "settle.stream.flush-delay", "20ms",
                 "settle.stream.batch-size", "4"));
+        secondIngest = settle.launcher.startIngestApi(Map.of("server.port", "0"));
     }
 
     @AfterAll
@@ -127,7 +131,9 @@ class StreamingTest {
                 e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 10);
         long lastId = first.getLast().id();
         sleep(Duration.ofMillis(600)); // away while more deltas are produced
-        List<SseClient.Event> second = SseClient.read(url, SettleSystem.KEY, lastId, e -> e.type().equals("reply.created"));
+        // reconnect to another ingest-api instance: the stream comes from the database, not from memory
+        String other = "http://127.0.0.1:" + SettleLauncher.port(secondIngest) + "/v1/sessions/" + s + "/events";
+        List<SseClient.Event> second = SseClient.read(other, SettleSystem.KEY, lastId, e -> e.type().equals("reply.created"));
 
         List<SseClient.Event> all = new ArrayList<>(first);
         all.addAll(second);
