@@ -26,10 +26,12 @@ public class SessionController {
     private final SessionViews views;
     private final EventStream events;
     private final SessionPolicies policies;
+    private final FailedTurnRetry retries;
 
     public SessionController(IngestSettings settings, MessageAcceptance acceptance,
                              AcceptedEventPublisher publisher, SessionViews views, EventStream events,
-                             SessionPolicies policies) {
+                             SessionPolicies policies, FailedTurnRetry retries) {
+        this.retries = retries;
         this.events = events;
         this.policies = policies;
         this.settings = settings;
@@ -92,6 +94,18 @@ public class SessionController {
         String policy = PolicyRequest.read(request, settings);
         policies.set(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId), policy);
         return views.session(MessageAcceptance.TENANT, sessionId).body();
+    }
+
+    /** Answers again a session whose last turn failed (409 when nothing failed). */
+    @PostMapping("/retry")
+    public ResponseEntity<Map<String, Object>> retry(@PathVariable String sessionId) {
+        views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+        MessageAcceptance.Accepted session = retries.retry(MessageAcceptance.TENANT, sessionId);
+        publisher.publish(session);
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("sessionId", sessionId);
+        body.put("version", session.version());
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
     }
 
     /** Every attempt to answer, with its state: RUNNING, COMMITTED, DISCARDED or FAILED. */

@@ -124,6 +124,12 @@ public final class SettleSystem implements AutoCloseable {
                 .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build()).statusCode();
     }
 
+    /** POSTs an empty body to {@code path}; returns the status. */
+    public int postPath(String path) {
+        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + KEY)
+                .POST(HttpRequest.BodyPublishers.noBody()).build()).statusCode();
+    }
+
     public JsonNode put(String path, String json) {
         HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + path))
                 .header("Authorization", "Bearer " + KEY).header("Content-Type", "application/json")

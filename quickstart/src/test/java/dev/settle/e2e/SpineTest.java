@@ -174,8 +174,8 @@ class SpineTest {
     void a_model_that_keeps_failing_fails_the_turn_once_sends_reply_failed_and_does_not_loop() {
         String s = SettleSystem.newSessionId();
         String marker = "down-" + s;
-        settle.model.respondWith(r -> r.body().contains(marker) && !r.body().contains(marker + " later")
-                ? ModelResponse.error(500) : ModelDouble.echo(r));
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        settle.model.respondWith(r -> r.body().contains(marker) && down.get() ? ModelResponse.error(500) : ModelDouble.echo(r));
         settle.post(s, marker);
         await("reply.failed webhook", LONG, () -> settle.webhooks(s).size() == 1);
         JsonNode failed = settle.webhooks(s).getFirst().json();
@@ -186,16 +186,25 @@ class SpineTest {
         assertEquals(2, settle.modelCallsMentioning(marker));
         assertEquals(List.of("FAILED"), settle.turnStates(s));
         assertEquals(0, settle.replies(s).size());
+        assertEquals(1, settle.jdbc.queryForObject("SELECT failed_version FROM chat_session WHERE external_id = ?", Long.class, s));
         assertEquals(0, settle.get("/v1/sessions/" + s).get("repliedVersion").asLong());
 
-        // the next message moves the version past the failure: one reply covers both
+        // an explicit retry while the model is still down fails once more, then stops again
+        assertEquals(202, settle.postPath("/v1/sessions/" + s + "/retry"));
+        await("second reply.failed", LONG, () -> settle.webhooks(s).size() == 2);
+        sleep(Duration.ofSeconds(2));
+        assertEquals(4, settle.modelCallsMentioning(marker));
+
+        // the model is back; the next message moves the version past the failure: one reply covers both
+        down.set(false);
         settle.post(s, marker + " later");
         await("reply", LONG, () -> settle.replies(s).size() == 1);
         assertEquals(1, settle.replies(s).getFirst()[0]);
         assertEquals(2, settle.replies(s).getFirst()[1]);
         List<String> types = new ArrayList<>();
-        await("two webhooks", LONG, () -> settle.webhooks(s).size() == 2);
+        await("three webhooks", LONG, () -> settle.webhooks(s).size() == 3);
         settle.webhooks(s).forEach(d -> types.add(d.json().get("type").asString()));
-        assertEquals(List.of("reply.failed", "reply.created"), types);
+        assertEquals(List.of("reply.failed", "reply.failed", "reply.created"), types);
+        assertEquals(409, settle.postPath("/v1/sessions/" + s + "/retry"), "nothing failed any more");
     }
 }
