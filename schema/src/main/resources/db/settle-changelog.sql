@@ -201,3 +201,32 @@ CREATE TABLE session_event (
 ALTER TABLE chat_turn
   ADD COLUMN streamed_chars INT NOT NULL DEFAULT 0,
   ADD COLUMN tokens_estimated BOOLEAN NOT NULL DEFAULT FALSE;
+-- webhook delivery (issue 5)
+
+--changeset settle:5-webhook-delivery-endpoint
+-- Each delivery carries its endpoint, fixed when the reply is committed (tenants may have different ones).
+-- NULL only for rows written while no SETTLE_WEBHOOK_URL was set: the first claim stamps the configured one.
+-- ASCII (URLs are sent in their ASCII form), so that it can key webhook_endpoint.
+ALTER TABLE webhook_delivery
+  ADD COLUMN endpoint_url VARCHAR(2048) CHARACTER SET ascii COLLATE ascii_bin NULL AFTER event_type;
+
+--changeset settle:5-webhook-delivery-replay
+-- POST /v1/webhooks/deliveries/{id}/retry moves a FAILED delivery back to PENDING: the retry schedule restarts
+-- (attempt numbers keep counting, the schedule step is attempts - attempts_before_replay), and replayed_at marks
+-- a round asked for by an operator, which is attempted even if its endpoint is disabled.
+ALTER TABLE webhook_delivery
+  ADD COLUMN attempts_before_replay INT NOT NULL DEFAULT 0 AFTER attempts,
+  ADD COLUMN replayed_at DATETIME(6) NULL AFTER delivered_at;
+
+--changeset settle:5-webhook-endpoint
+-- Endpoints that answered 410 Gone: no delivery is attempted to a disabled endpoint (it becomes FAILED with the
+-- reason) except an operator retry, whose 2xx re-enables it.
+CREATE TABLE webhook_endpoint (
+  url             VARCHAR(2048) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  disabled_at     DATETIME(6)   NULL,
+  disabled_reason VARCHAR(1000) NULL,
+  created_at      DATETIME(6)   NOT NULL,
+  updated_at      DATETIME(6)   NOT NULL,
+  PRIMARY KEY (url)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+

@@ -48,13 +48,43 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
     }
 
     /**
-     * @param url      where replies are POSTed; unset = deliveries wait in the outbox
-     * @param secret   whsec_ secret(s), space separated during rotation
-     * @param schedule delays before each attempt (the first is usually 0s)
+     * Webhook delivery ({@code SETTLE_WEBHOOK_*}); see docs/WEBHOOKS.md.
+     *
+     * @param url           where replies are POSTed (stamped on each delivery when it is queued); unset = deliveries
+     *                      wait in the outbox until it is set
+     * @param secret        whsec_ secret(s), space separated during rotation: every one signs every attempt
+     * @param schedule      delays before each attempt (the first is usually 0s); its length is the number of
+     *                      attempts; each delay gets ±20 % jitter
+     * @param timeout       the whole exchange (connect, headers, body) must end within it; else the attempt failed
+     * @param allowprivate  allow endpoints in loopback, private, link-local, CGNAT networks
+     *                      ({@code SETTLE_WEBHOOK_ALLOWPRIVATE}; named without a dash so that the environment
+     *                      variable and the property {@code settle.webhook.allowprivate} are the same name)
+     * @param maxRetryAfter cap on a receiver's {@code Retry-After} (429/503)
+     * @param jitterSeed    seeds the jitter (tests); unset = a random seed
      */
     public record Webhook(String url, String secret,
                           @DefaultValue({"0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"}) List<Duration> schedule,
-                          @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval) {
+                          @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval,
+                          @DefaultValue("false") boolean allowprivate, @DefaultValue("1h") Duration maxRetryAfter,
+                          Long jitterSeed) {
+        public Webhook {
+            if (schedule == null || schedule.isEmpty() || schedule.stream().anyMatch(Duration::isNegative)) {
+                throw new IllegalStateException(
+                        "SETTLE_WEBHOOK_SCHEDULE (settle.webhook.schedule) must be a comma-separated list of "
+                                + "non-negative durations, e.g. 0s,5s,5m; got " + schedule);
+            }
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalStateException("SETTLE_WEBHOOK_TIMEOUT (settle.webhook.timeout) must be positive");
+            }
+            if (maxRetryAfter.isNegative()) {
+                throw new IllegalStateException("settle.webhook.max-retry-after must not be negative");
+            }
+            schedule = List.copyOf(schedule);
+        }
+
+        public boolean hasUrl() {
+            return url != null && !url.isBlank();
+        }
     }
 
     /**

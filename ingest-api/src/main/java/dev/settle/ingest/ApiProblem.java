@@ -38,6 +38,10 @@ public class ApiProblem extends RuntimeException {
         return new ApiProblem(HttpStatus.CONTENT_TOO_LARGE, type, detail);
     }
 
+    public static ApiProblem conflict(String type, String detail) {
+        return new ApiProblem(HttpStatus.CONFLICT, type, detail);
+    }
+
     public static ApiProblem notFound(String detail) {
         return new ApiProblem(HttpStatus.NOT_FOUND, "not-found", detail);
     }

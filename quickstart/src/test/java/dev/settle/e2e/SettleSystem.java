@@ -71,6 +71,8 @@ public final class SettleSystem implements AutoCloseable {
         shared.put("settle.webhook.secret", SECRET);
         shared.put("settle.webhook.schedule", "0s,200ms,200ms,200ms");
         shared.put("settle.webhook.poll-interval", "20ms");
+        // the receiver listens on 127.0.0.1: allow it past the SSRF guard, exactly as the quickstart does
+        shared.put("settle.webhook.allowprivate", "true");
         shared.putAll(extra);
         // consumer groups unique to this system: the broker is shared with other test classes
         String group = "-" + hint + "-" + UUID.randomUUID();

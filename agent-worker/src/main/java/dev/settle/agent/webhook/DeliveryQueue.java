@@ -1,9 +1,22 @@
 package dev.settle.agent.webhook;
 
+import dev.settle.schema.SessionEvents;
+
+import dev.settle.schema.DbTime;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.support.TransactionTemplate;
 
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
@@ -11,29 +24,63 @@ import java.util.UUID;
  *
  * <ol>
  *   <li>{@link #DUE}: pending deliveries that are due, unclaimed (or whose claim expired), and first in their
- *       session — a later reply waits until the earlier one is delivered or dead.</li>
- *   <li>{@link #CLAIM}: one guarded UPDATE per attempt; 1 row = this dispatcher sends it, 0 = another did.</li>
- *   <li>{@link #DELIVERED} / {@link #RETRY} / {@link #DEAD}: guarded by the claim token, so a dispatcher whose
- *       claim expired (paused, killed) cannot overwrite the outcome of the one that took over.</li>
+ *       session — a later reply waits until the earlier one is delivered or dead. Only a hint: step 2 re-checks
+ *       every condition.</li>
+ *   <li>{@link #CLAIM}: one guarded UPDATE per attempt, the per-session order included (an operator retry may
+ *       have made an earlier delivery pending again since step 1); 1 row = this dispatcher sends it, 0 = another
+ *       did or it is no longer first. It counts the attempt and stamps the default endpoint on a row that has
+ *       none. In the same short transaction: earlier attempts left without an outcome are marked abandoned
+ *       ({@link #MARK_ABANDONED}: their dispatcher died, the claim expired) and this attempt's row is opened
+ *       ({@link #OPEN_ATTEMPT}), so a crash mid-attempt still leaves a visible attempt.</li>
+ *   <li>{@link #finish}: the attempt's own row gets its outcome, then {@link #DELIVERED} / {@link #RETRY} /
+ *       {@link #DEAD} / {@link #RELEASE}, each guarded by the claim token, so a dispatcher whose claim expired
+ *       (paused, killed) cannot overwrite the outcome of the one that took over. A delivery that goes FAILED
+ *       appends {@code delivery.exhausted} to the session's event stream in the same transaction.</li>
  * </ol>
  */
 @Component
 public class DeliveryQueue {
+    private static final Logger log = LoggerFactory.getLogger(DeliveryQueue.class);
+
+    /** Second parameter: 1 when a default endpoint is configured (then rows without one are sendable too). */
     static final String DUE = """
             SELECT d.id FROM webhook_delivery d
              WHERE d.status = 'PENDING' AND d.next_attempt_at <= UTC_TIMESTAMP(6)
                AND (d.claimed_until IS NULL OR d.claimed_until < UTC_TIMESTAMP(6))
+               AND (d.endpoint_url IS NOT NULL OR ? = 1)
                AND NOT EXISTS (SELECT 1 FROM webhook_delivery e
                                 WHERE e.session_id = d.session_id AND e.status = 'PENDING' AND e.id < d.id)
              ORDER BY d.next_attempt_at LIMIT ?""";
 
     static final String CLAIM = """
-            UPDATE webhook_delivery
-               SET claim_token = ?, claimed_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, attempts = attempts + 1
-             WHERE id = ? AND status = 'PENDING' AND next_attempt_at <= UTC_TIMESTAMP(6)
-               AND (claimed_until IS NULL OR claimed_until < UTC_TIMESTAMP(6))""";
+            UPDATE webhook_delivery d
+               SET d.claim_token = ?, d.claimed_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,
+                   d.attempts = d.attempts + 1, d.endpoint_url = COALESCE(d.endpoint_url, ?)
+             WHERE d.id = ? AND d.status = 'PENDING' AND d.next_attempt_at <= UTC_TIMESTAMP(6)
+               AND (d.claimed_until IS NULL OR d.claimed_until < UTC_TIMESTAMP(6))
+               AND (d.endpoint_url IS NOT NULL OR ? IS NOT NULL)
+               AND NOT EXISTS (SELECT 1 FROM webhook_delivery e
+                                WHERE e.session_id = d.session_id AND e.status = 'PENDING' AND e.id < d.id)""";
 
-    static final String READ = "SELECT webhook_id, payload, attempts FROM webhook_delivery WHERE id = ? AND claim_token = ?";
+    static final String READ = """
+            SELECT d.webhook_id, d.session_id, d.payload, d.attempts, d.attempts_before_replay, d.endpoint_url,
+                   d.replayed_at IS NOT NULL AS operator_round, e.disabled_at, e.disabled_reason,
+                   UNIX_TIMESTAMP() AS now_epoch
+              FROM webhook_delivery d LEFT JOIN webhook_endpoint e ON e.url = d.endpoint_url
+             WHERE d.id = ? AND d.claim_token = ?""";
+
+    static final String MARK_ABANDONED = """
+            UPDATE webhook_attempt
+               SET error = 'abandoned: its dispatcher stopped or lost the claim before recording an outcome'
+             WHERE delivery_id = ? AND attempt_no < ? AND status_code IS NULL AND error IS NULL""";
+
+    static final String OPEN_ATTEMPT = """
+            INSERT INTO webhook_attempt (delivery_id, attempt_no, started_at) VALUES (?, ?, UTC_TIMESTAMP(6))""";
+
+    /** The attempt's own row, whatever became of the claim: what happened on the wire is a fact. */
+    static final String CLOSE_ATTEMPT = """
+            UPDATE webhook_attempt SET status_code = ?, latency_ms = ?, error = ?
+             WHERE delivery_id = ? AND attempt_no = ?""";
 
     static final String DELIVERED = """
             UPDATE webhook_delivery
@@ -52,48 +99,129 @@ public class DeliveryQueue {
                SET status = 'FAILED', last_status = ?, last_error = ?, claim_token = NULL, claimed_until = NULL
              WHERE id = ? AND claim_token = ?""";
 
-    static final String ATTEMPT = """
-            INSERT INTO webhook_attempt (delivery_id, attempt_no, started_at, status_code, latency_ms, error)
-            VALUES (?, ?, UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, ?, ?, ?)""";
+    /** Hands an interrupted attempt back (shutdown): due at once for any dispatcher. */
+    static final String RELEASE = """
+            UPDATE webhook_delivery
+               SET next_attempt_at = UTC_TIMESTAMP(6), last_error = ?, claim_token = NULL, claimed_until = NULL
+             WHERE id = ? AND claim_token = ?""";
 
-    /** A claimed attempt. */
-    public record Claim(long id, String token, String webhookId, String payload, int attempt) {
+    /** What a delivery.exhausted event on the session's event stream tells. */
+    static final String EXHAUSTED = """
+            SELECT d.id, d.session_id, d.webhook_id, d.event_type, d.attempts, d.last_status, d.last_error
+              FROM webhook_delivery d WHERE d.id = ?""";
+
+    /**
+     * A claimed attempt.
+     *
+     * @param attempt         the attempt number (over the delivery's life)
+     * @param attemptInRound  the attempt number since the delivery was queued or last re-queued by an operator
+     * @param operatorRound   this round was asked for by an operator retry: attempted even to a disabled endpoint
+     * @param disabledReason  why the endpoint is disabled, or null when it is not
+     * @param timestamp       the webhook-timestamp of this attempt: the database clock at the claim, epoch seconds
+     */
+    public record Claim(long id, String token, String webhookId, long sessionId, String payload, int attempt,
+                        int attemptInRound, String endpointUrl, boolean operatorRound, Instant disabledAt,
+                        String disabledReason, long timestamp) {
+        public boolean endpointDisabled() {
+            return disabledAt != null;
+        }
     }
 
     private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final WebhookEndpoints endpoints;
 
-    public DeliveryQueue(JdbcTemplate jdbc) {
+    public DeliveryQueue(JdbcTemplate jdbc, PlatformTransactionManager txManager, WebhookEndpoints endpoints) {
         this.jdbc = jdbc;
+        this.tx = new TransactionTemplate(txManager);
+        this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
+        this.endpoints = endpoints;
     }
 
-    public List<Long> due(int limit) {
-        return jdbc.queryForList(DUE, Long.class, limit);
+    /** @param defaultUrl the configured endpoint for rows queued without one, or null */
+    public List<Long> due(int limit, String defaultUrl) {
+        return jdbc.queryForList(DUE, Long.class, defaultUrl == null ? 0 : 1, limit);
     }
 
-    /** @return the claim, or null if another dispatcher took this attempt */
-    public Claim claim(long id, long claimMicros) {
+    /** @return the claim, or null if another dispatcher took this attempt (or it is no longer due or first) */
+    public Claim claim(long id, Duration claimFor, String defaultUrl) {
         String token = UUID.randomUUID().toString();
-        if (jdbc.update(CLAIM, token, claimMicros, id) != 1) {
+        try {
+            return tx.execute(status -> {
+                int rows = jdbc.update(CLAIM, token, micros(claimFor), defaultUrl, id, defaultUrl);
+                if (rows == 0) {
+                    return null;
+                }
+                if (rows != 1) {
+                    throw new IllegalStateException("claim of delivery " + id + " touched " + rows + " rows");
+                }
+                Claim c = jdbc.queryForObject(READ, (rs, i) -> new Claim(id, token, rs.getString("webhook_id"),
+                        rs.getLong("session_id"), rs.getString("payload"), rs.getInt("attempts"),
+                        rs.getInt("attempts") - rs.getInt("attempts_before_replay"), rs.getString("endpoint_url"),
+                        rs.getBoolean("operator_round"), DbTime.instant(rs, "disabled_at"),
+                        rs.getString("disabled_reason"), rs.getLong("now_epoch")), id, token);
+                if (c.attempt() > 1) {
+                    jdbc.update(MARK_ABANDONED, id, c.attempt());
+                }
+                jdbc.update(OPEN_ATTEMPT, id, c.attempt());
+                return c;
+            });
+        } catch (PessimisticLockingFailureException e) {
+            log.debug("claim of delivery {} lost a lock race: {}", id, e.toString());
             return null;
         }
-        return jdbc.queryForObject(READ, (rs, i) -> new Claim(id, token, rs.getString("webhook_id"),
-                rs.getString("payload"), rs.getInt("attempts")), id, token);
     }
 
-    public boolean delivered(Claim c, int status) {
-        return jdbc.update(DELIVERED, status, c.id(), c.token()) == 1;
+    /**
+     * Records the attempt and moves the delivery as the verdict says.
+     *
+     * @param attemptError what went wrong on this attempt (null for a 2xx)
+     * @return false when the claim had expired and another dispatcher owns the delivery now (only the attempt's
+     * own row was written)
+     */
+    /** Appends delivery.exhausted to the session's event stream, in the transaction that made it FAILED. */
+    private void announceExhausted(long deliveryId) {
+        jdbc.query(EXHAUSTED, rs -> {
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("deliveryId", rs.getLong("id"));
+            data.put("webhookId", rs.getString("webhook_id"));
+            data.put("eventType", rs.getString("event_type"));
+            data.put("attempts", rs.getInt("attempts"));
+            data.put("lastStatus", rs.getObject("last_status"));
+            data.put("reason", rs.getString("last_error"));
+            SessionEvents.append(jdbc, rs.getLong("session_id"), null, SessionEvents.Event.of("delivery.exhausted", null, data));
+        }, deliveryId);
     }
 
-    public boolean retry(Claim c, long delayMicros, Integer status, String error) {
-        return jdbc.update(RETRY, delayMicros, status, truncate(error), c.id(), c.token()) == 1;
+    public boolean finish(Claim c, Integer status, long latencyMicros, String attemptError, AttemptVerdict verdict) {
+        return Boolean.TRUE.equals(tx.execute(s -> {
+            jdbc.update(CLOSE_ATTEMPT, status, latencyMicros / 1000, truncate(attemptError), c.id(), c.attempt());
+            int rows = switch (verdict) {
+                case AttemptVerdict.Delivered d -> jdbc.update(DELIVERED, d.status(), c.id(), c.token());
+                case AttemptVerdict.Retry r ->
+                        jdbc.update(RETRY, micros(r.delay()), r.status(), truncate(r.error()), c.id(), c.token());
+                case AttemptVerdict.Failed f -> jdbc.update(DEAD, f.status(), truncate(f.error()), c.id(), c.token());
+                case AttemptVerdict.Released r -> jdbc.update(RELEASE, truncate(r.error()), c.id(), c.token());
+            };
+            if (verdict instanceof AttemptVerdict.Failed f) {
+                if (rows == 1) {
+                    announceExhausted(c.id());
+                }
+                if (f.disableEndpoint()) {
+                    endpoints.disable(c.endpointUrl(), "HTTP 410 Gone answered to " + c.webhookId()
+                            + " (delivery " + c.id() + ", attempt " + c.attempt() + ")");
+                }
+            }
+            if (verdict instanceof AttemptVerdict.Delivered && rows == 1 && c.operatorRound() && c.endpointDisabled()
+                    && endpoints.enable(c.endpointUrl())) {
+                log.info("webhook endpoint {} re-enabled: it acknowledged an operator retry", c.endpointUrl());
+            }
+            return rows == 1;
+        }));
     }
 
-    public boolean dead(Claim c, Integer status, String error) {
-        return jdbc.update(DEAD, status, truncate(error), c.id(), c.token()) == 1;
-    }
-
-    public void recordAttempt(Claim c, long latencyMicros, Integer status, String error) {
-        jdbc.update(ATTEMPT, c.id(), c.attempt(), latencyMicros, status, latencyMicros / 1000, truncate(error));
+    static long micros(Duration d) {
+        return d.toNanos() / 1000;
     }
 
     static String truncate(String s) {

@@ -7,90 +7,152 @@ import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Sends the outbox. It lives in the agent worker because the outbox rows are born in the agent's commit
- * transaction and the worker already scales out; every attempt is claimed by a guarded UPDATE
- * ({@link DeliveryQueue}), so any number of instances can run. Each attempt runs on its own virtual thread:
- * one slow endpoint does not hold the loop.
+ * Sends the outbox. It lives in the agent worker, not in a service of its own, because the outbox rows are born
+ * in the agent's commit transaction (reply and delivery commit together or not at all) and the worker already
+ * scales out: every attempt is claimed by a guarded UPDATE ({@link DeliveryQueue}), so any number of instances
+ * dispatch side by side, and a dead instance's claims expire and are taken over.
  *
  * <ol>
- *   <li>Every poll interval: list due deliveries (first pending per session), claim each.</li>
- *   <li>POST it; 2xx → DELIVERED. Otherwise the next delay of the schedule → retry, or FAILED when the
- *       schedule is exhausted. Every attempt is recorded.</li>
+ *   <li>Every poll interval (at once again when a full batch started new work): list due deliveries (the first
+ *       pending one per session) and start each that this instance is not already working on, in random order so
+ *       that instances do not all race for the same row.</li>
+ *   <li>Each attempt is claimed and sent on its own virtual thread: the loop waits neither on the database's
+ *       commits nor on the network, so one slow or hanging endpoint holds only its own attempts. The claim lasts
+ *       the timeout plus a margin; losing the claim race to another instance is normal and silent.</li>
+ *   <li>Endpoint disabled (410) and this is not an operator retry → FAILED without sending. Otherwise POST it
+ *       ({@link WebhookSender}: SSRF guard, signatures, timeout) and apply the {@link AttemptVerdict}: delivered,
+ *       retry after the jittered schedule delay or the receiver's Retry-After, or FAILED (dead letter).</li>
+ *   <li>Stop: no new claims; in-flight attempts get a short grace, then are interrupted and hand their claim
+ *       back (due at once for another instance). A killed instance hands nothing back: its claims expire.</li>
  * </ol>
  */
 @Component
 public class WebhookDispatcher implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(WebhookDispatcher.class);
+    static final int BATCH = 50;
+    /** How long a claim outlives the timeout: the attempt's bookkeeping must fit in it. */
+    static final Duration CLAIM_MARGIN = Duration.ofSeconds(15);
+    static final Duration STOP_GRACE = Duration.ofSeconds(3);
+
     private final DeliveryQueue queue;
     private final WebhookSender sender;
+    private final RetrySchedule schedule;
     private final AgentSettings.Webhook settings;
-    private final ExecutorService attempts = Executors.newVirtualThreadPerTaskExecutor();
+    private final String defaultUrl;
+    private final LongAdder claimed = new LongAdder();
+    /** Deliveries this instance is claiming or sending, so that the next poll does not start them twice. */
+    private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+    private volatile ExecutorService attempts;
     private volatile Thread loop;
 
-    public WebhookDispatcher(DeliveryQueue queue, WebhookSender sender, AgentSettings settings) {
+    public WebhookDispatcher(DeliveryQueue queue, WebhookSender sender, RetrySchedule schedule,
+                             DefaultEndpoint defaultEndpoint, AgentSettings settings) {
         this.queue = queue;
         this.sender = sender;
+        this.schedule = schedule;
         this.settings = settings.webhook();
+        this.defaultUrl = defaultEndpoint.url();
     }
 
     @Override
-    public void start() {
-        if (!sender.configured()) {
-            log.warn("SETTLE_WEBHOOK_URL is not set: replies wait in the outbox (webhook_delivery) until it is");
+    public synchronized void start() {
+        if (isRunning()) {
             return;
         }
+        attempts = Executors.newVirtualThreadPerTaskExecutor();
         loop = Thread.ofPlatform().name("webhook-dispatcher").daemon().start(this::run);
     }
 
     private void run() {
+        ExecutorService executor = attempts;
         while (!Thread.currentThread().isInterrupted()) {
             try {
-                List<Long> due = queue.due(50);
+                List<Long> due = new ArrayList<>(queue.due(BATCH, defaultUrl));
+                Collections.shuffle(due);
+                int started = 0;
                 for (long id : due) {
-                    DeliveryQueue.Claim claim = queue.claim(id, claimMicros());
-                    if (claim != null) {
-                        attempts.execute(() -> attempt(claim));
+                    if (inFlight.add(id)) {
+                        started++;
+                        executor.execute(() -> claimAndAttempt(id));
                     }
                 }
-                Thread.sleep(settings.pollInterval());
-            } catch (InterruptedException e) {
+                if (due.size() < BATCH || started == 0) {
+                    Thread.sleep(settings.pollInterval());
+                }
+            } catch (InterruptedException | RejectedExecutionException e) {
                 return;
             } catch (RuntimeException e) {
+                if (Thread.currentThread().isInterrupted()) {
+                    return;
+                }
                 log.warn("webhook dispatch loop: {}", e.toString());
                 sleepQuietly(Duration.ofSeconds(1));
             }
         }
     }
 
-    void attempt(DeliveryQueue.Claim claim) {
-        WebhookSender.Result result = sender.send(claim.webhookId(), claim.payload());
+    private void claimAndAttempt(long id) {
         try {
-            queue.recordAttempt(claim, result.latencyMicros(), result.status(), result.error());
-            if (result.ok()) {
-                queue.delivered(claim, result.status());
-                return;
-            }
-            String error = result.error() != null ? result.error() : "HTTP " + result.status();
-            List<Duration> schedule = settings.schedule();
-            if (claim.attempt() >= schedule.size()) {
-                log.warn("webhook {} dead after {} attempts: {}", claim.webhookId(), claim.attempt(), error);
-                queue.dead(claim, result.status(), error);
-            } else {
-                queue.retry(claim, schedule.get(claim.attempt()).toNanos() / 1000, result.status(), error);
+            DeliveryQueue.Claim claim = queue.claim(id, settings.timeout().plus(CLAIM_MARGIN), defaultUrl);
+            if (claim != null) {
+                claimed.increment();
+                attempt(claim);
             }
         } catch (RuntimeException e) {
-            log.warn("webhook {}: could not record the attempt ({}); its claim expires and it is retried",
-                    claim.webhookId(), e.toString());
+            log.warn("webhook delivery {}: claim failed ({})", id, e.toString());
+        } finally {
+            inFlight.remove(id);
         }
     }
 
-    private long claimMicros() {
-        return settings.timeout().plusSeconds(15).toNanos() / 1000;
+    void attempt(DeliveryQueue.Claim claim) {
+        try {
+            Integer status;
+            long latencyMicros;
+            String attemptError;
+            AttemptVerdict verdict;
+            if (claim.endpointDisabled() && !claim.operatorRound()) {
+                status = null;
+                latencyMicros = 0;
+                attemptError = "endpoint disabled since " + claim.disabledAt() + " (" + claim.disabledReason()
+                        + "); not sent";
+                verdict = new AttemptVerdict.Failed(null, attemptError, false);
+            } else {
+                WebhookSender.Result result = sender.send(claim.endpointUrl(), claim.webhookId(), claim.timestamp(),
+                        claim.payload());
+                if (result.interrupted()) {
+                    Thread.interrupted(); // record the hand-back before the thread ends
+                }
+                status = result.status();
+                latencyMicros = result.latencyMicros();
+                attemptError = result.ok() ? null : AttemptVerdict.describe(result);
+                verdict = AttemptVerdict.of(result, claim.attemptInRound(), schedule, settings.maxRetryAfter(),
+                        Instant.now());
+            }
+            boolean ours = queue.finish(claim, status, latencyMicros, attemptError, verdict);
+            if (!ours) {
+                log.info("webhook {} attempt {}: the claim expired before its outcome was recorded; another "
+                        + "dispatcher owns the delivery now", claim.webhookId(), claim.attempt());
+            } else if (verdict instanceof AttemptVerdict.Failed f) {
+                log.warn("webhook {} FAILED after attempt {}: {}", claim.webhookId(), claim.attempt(), f.error());
+            }
+        } catch (RuntimeException e) {
+            log.warn("webhook {}: could not record attempt {} ({}); its claim expires and it is retried",
+                    claim.webhookId(), claim.attempt(), e.toString());
+        }
     }
 
     private static void sleepQuietly(Duration d) {
@@ -102,16 +164,35 @@ public class WebhookDispatcher implements SmartLifecycle {
     }
 
     @Override
-    public void stop() {
+    public synchronized void stop() {
         Thread t = loop;
-        if (t != null) {
-            t.interrupt();
+        ExecutorService executor = attempts;
+        if (t == null) {
+            return;
         }
-        attempts.shutdownNow();
+        t.interrupt();
+        try {
+            t.join(Duration.ofSeconds(5));
+            executor.shutdown();
+            if (!executor.awaitTermination(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
+                executor.shutdownNow(); // interrupted attempts hand their claims back
+                executor.awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            executor.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+        loop = null;
+    }
+
+    /** Attempts this instance has claimed since it was created. */
+    public long claimedAttempts() {
+        return claimed.sum();
     }
 
     @Override
     public boolean isRunning() {
-        return loop != null && loop.isAlive();
+        Thread t = loop;
+        return t != null && t.isAlive();
     }
 }

@@ -1,78 +1,156 @@
 package dev.settle.agent.webhook;
 
 import com.standardwebhooks.Webhook;
-import dev.settle.agent.AgentSettings;
-import org.springframework.stereotype.Component;
 
 import java.net.URI;
+import java.net.UnknownHostException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * One signed POST per attempt, per the Standard Webhooks spec: {@code webhook-id} (stable per reply),
  * {@code webhook-timestamp} (per attempt) and {@code webhook-signature} made by the reference library with
- * every configured secret (space-separated during rotation). Redirects are not followed.
+ * every configured secret (space-separated during rotation, so a receiver that knows any one of them verifies).
+ *
+ * <ol>
+ *   <li>The SSRF guard ({@link EndpointGuard}) resolves and checks the host; refused → nothing is sent.</li>
+ *   <li>HTTP/1.1, redirects never followed (a 3xx is a failed attempt), one deadline for the whole exchange
+ *       (connect, headers and body): an endpoint that answers late has not answered.</li>
+ *   <li>Connections are pooled per host and port by the JDK client and every request waits on its own virtual
+ *       thread, so a hanging endpoint holds only its own attempts.</li>
+ * </ol>
  */
-@Component
-public class WebhookSender {
-    /** What the endpoint answered; status null when no answer came (connection error, timeout). */
-    public record Result(Integer status, String error, long latencyMicros) {
+public final class WebhookSender implements AutoCloseable {
+    /**
+     * What happened: {@code status} null when no answer came ({@code error} says why; {@code sent} false when
+     * the guard refused and nothing left this process); the headers that steer the retry.
+     */
+    public record Result(Integer status, String error, long latencyMicros, boolean sent, String retryAfter,
+                         String date, String deliveryDirective, String location) {
+        static Result failed(String error, long latencyMicros, boolean sent) {
+            return new Result(null, error, latencyMicros, sent, null, null, null, null);
+        }
+
         public boolean ok() {
             return status != null && status >= 200 && status < 300;
         }
+
+        public boolean interrupted() {
+            return status == null && INTERRUPTED.equals(error);
+        }
     }
 
+    static final String INTERRUPTED = "interrupted: the dispatcher stopped mid-attempt";
+
+    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final HttpClient http;
     private final List<Webhook> signers = new ArrayList<>();
-    private final AgentSettings.Webhook settings;
+    private final EndpointGuard guard;
+    private final Duration timeout;
 
-    public WebhookSender(AgentSettings settings) {
-        this.settings = settings.webhook();
+    /** @param secrets whsec_ secrets separated by whitespace; null or blank sends unsigned requests */
+    public WebhookSender(String secrets, Duration timeout, EndpointGuard guard) {
+        this.timeout = timeout;
+        this.guard = guard;
         this.http = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
                 .followRedirects(HttpClient.Redirect.NEVER)
-                .connectTimeout(Duration.ofSeconds(5))
+                .connectTimeout(timeout)
+                .executor(executor)
                 .build();
-        String secrets = this.settings.secret();
         if (secrets != null && !secrets.isBlank()) {
+            int n = 0;
             for (String secret : secrets.trim().split("\\s+")) {
-                signers.add(new Webhook(secret));
-            }
-        }
-    }
-
-    public boolean configured() {
-        return settings.url() != null && !settings.url().isBlank();
-    }
-
-    public Result send(String webhookId, String payload) {
-        long started = System.nanoTime();
-        try {
-            long timestamp = System.currentTimeMillis() / 1000;
-            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(settings.url()))
-                    .timeout(settings.timeout())
-                    .header("Content-Type", "application/json")
-                    .header("User-Agent", "Settle-Webhooks/1")
-                    .header("webhook-id", webhookId)
-                    .header("webhook-timestamp", Long.toString(timestamp))
-                    .POST(HttpRequest.BodyPublishers.ofString(payload));
-            if (!signers.isEmpty()) {
-                List<String> signatures = new ArrayList<>();
-                for (Webhook signer : signers) {
-                    signatures.add(signer.sign(webhookId, timestamp, payload));
+                n++;
+                try {
+                    signers.add(new Webhook(secret));
+                } catch (RuntimeException e) {
+                    throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): secret #" + n
+                            + " is not a valid whsec_<base64> secret", e);
                 }
-                request.header("webhook-signature", String.join(" ", signatures));
             }
-            HttpResponse<Void> response = http.send(request.build(), HttpResponse.BodyHandlers.discarding());
-            return new Result(response.statusCode(), null, (System.nanoTime() - started) / 1000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Result(null, "interrupted", (System.nanoTime() - started) / 1000);
-        } catch (Exception e) {
-            return new Result(null, e.toString(), (System.nanoTime() - started) / 1000);
         }
+    }
+
+    /** @param timestamp the attempt's webhook-timestamp, epoch seconds (the database clock at the claim) */
+    public Result send(String url, String webhookId, long timestamp, String payload) {
+        long started = System.nanoTime();
+        URI uri;
+        try {
+            uri = EndpointGuard.parse(url);
+            guard.check(uri);
+        } catch (EndpointGuard.Refused e) {
+            return Result.failed(e.getMessage() + "; not sent", micros(started), false);
+        } catch (UnknownHostException e) {
+            return Result.failed("DNS: cannot resolve " + e.getMessage() + "; not sent", micros(started), false);
+        }
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri)
+                .timeout(timeout)
+                .header("Content-Type", "application/json")
+                .header("User-Agent", "Settle-Webhooks/1")
+                .header("webhook-id", webhookId)
+                .header("webhook-timestamp", Long.toString(timestamp))
+                .POST(HttpRequest.BodyPublishers.ofString(payload));
+        if (!signers.isEmpty()) {
+            List<String> signatures = new ArrayList<>();
+            for (Webhook signer : signers) {
+                try {
+                    signatures.add(signer.sign(webhookId, timestamp, payload));
+                } catch (Exception e) {
+                    return Result.failed("signing failed: " + e, micros(started), false);
+                }
+            }
+            request.header("webhook-signature", String.join(" ", signatures));
+        }
+        CompletableFuture<HttpResponse<Void>> exchange =
+                http.sendAsync(request.build(), HttpResponse.BodyHandlers.discarding());
+        try {
+            HttpResponse<Void> r = exchange.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            var h = r.headers();
+            return new Result(r.statusCode(), null, micros(started), true, h.firstValue("retry-after").orElse(null),
+                    h.firstValue("date").orElse(null), h.firstValue("webhook-delivery").orElse(null),
+                    h.firstValue("location").orElse(null));
+        } catch (TimeoutException e) {
+            exchange.cancel(true);
+            return Result.failed(timedOut(), micros(started), true);
+        } catch (InterruptedException e) {
+            exchange.cancel(true);
+            Thread.currentThread().interrupt();
+            return Result.failed(INTERRUPTED, micros(started), true);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (cause instanceof HttpTimeoutException) {
+                return Result.failed(timedOut(), micros(started), true);
+            }
+            return Result.failed("connection failed: " + cause, micros(started), true);
+        } catch (CancellationException e) {
+            return Result.failed(INTERRUPTED, micros(started), true);
+        }
+    }
+
+    private String timedOut() {
+        return "timeout: no complete answer within " + timeout.toMillis() + " ms";
+    }
+
+    private static long micros(long startedNanos) {
+        return (System.nanoTime() - startedNanos) / 1000;
+    }
+
+    @Override
+    public void close() {
+        http.shutdownNow();
+        executor.shutdownNow();
     }
 }

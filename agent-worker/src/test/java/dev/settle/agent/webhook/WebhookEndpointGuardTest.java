@@ -1,0 +1,145 @@
+package dev.settle.agent.webhook;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.UnknownHostException;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The SSRF guard on literal addresses and on a scripted resolver: every forbidden class, refused with its name. */
+class WebhookEndpointGuardTest {
+    static final EndpointGuard STRICT = EndpointGuard.system(false);
+
+    @ParameterizedTest(name = "{0} is {1}")
+    @CsvSource(delimiter = '|', value = {
+            "0.0.0.0          | an unspecified address (0.0.0.0/8)",
+            "0.1.2.3          | an unspecified address (0.0.0.0/8)",
+            "127.0.0.1        | a loopback address (127.0.0.0/8)",
+            "127.255.255.254  | a loopback address (127.0.0.0/8)",
+            "10.0.0.1         | a private address (10.0.0.0/8)",
+            "10.255.255.255   | a private address (10.0.0.0/8)",
+            "172.16.0.1       | a private address (172.16.0.0/12)",
+            "172.31.255.255   | a private address (172.16.0.0/12)",
+            "192.168.1.1      | a private address (192.168.0.0/16)",
+            "169.254.0.1      | a link-local address (169.254.0.0/16)",
+            "169.254.169.254  | the link-local cloud metadata address (169.254.169.254)",
+            "100.64.0.1       | a carrier-grade NAT address (100.64.0.0/10)",
+            "100.127.255.255  | a carrier-grade NAT address (100.64.0.0/10)",
+            "192.0.0.192      | an IETF protocol address (192.0.0.0/24)",
+            "198.18.0.1       | a benchmarking address (198.18.0.0/15)",
+            "224.0.0.1        | a multicast address (224.0.0.0/4)",
+            "255.255.255.255  | a reserved or broadcast address (240.0.0.0/4)",
+            "::               | an unspecified address (::)",
+            "::1              | a loopback address (::1)",
+            "fc00::1          | a private (unique local) address (fc00::/7)",
+            "fd12:3456::1     | a private (unique local) address (fc00::/7)",
+            "fd00:ec2::254    | a private (unique local) address (fc00::/7)",
+            "fe80::1          | a link-local address (fe80::/10)",
+            "febf::1          | a link-local address (fe80::/10)",
+            "fec0::1          | a private (site-local) address (fec0::/10)",
+            "ff02::1          | a multicast address (ff00::/8)",
+            "::127.0.0.1      | the IPv4-compatible form of 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "64:ff9b::a9fe:a9fe | the NAT64 (64:ff9b::/96) form of 169.254.169.254, the link-local cloud metadata address (169.254.169.254)",
+            "2002:c0a8:101::1 | the 6to4 (2002::/16) form of 192.168.1.1, a private address (192.168.0.0/16)",
+    })
+    void each_forbidden_address_class_is_named(String literal, String expected) throws Exception {
+        assertEquals(expected, EndpointGuard.forbiddenClass(InetAddress.getByName(literal)));
+    }
+
+    @ParameterizedTest(name = "::ffff:{0}")
+    @CsvSource(delimiter = '|', value = {
+            "127.0.0.1       | a loopback address (127.0.0.0/8)",
+            "10.1.2.3        | a private address (10.0.0.0/8)",
+            "169.254.169.254 | the link-local cloud metadata address (169.254.169.254)",
+            "100.64.1.1      | a carrier-grade NAT address (100.64.0.0/10)",
+            "0.0.0.0         | an unspecified address (0.0.0.0/8)",
+    })
+    void ipv4_mapped_ipv6_addresses_are_judged_by_their_ipv4_address(String v4, String inner) throws Exception {
+        byte[] b = new byte[16];
+        b[10] = (byte) 0xff;
+        b[11] = (byte) 0xff;
+        System.arraycopy(InetAddress.getByName(v4).getAddress(), 0, b, 12, 4);
+        InetAddress mapped = Inet6Address.getByAddress(null, b, -1);
+        assertInstanceOf(Inet6Address.class, mapped, "kept as IPv6 (a resolver may hand these out)");
+        assertEquals("the IPv4-mapped form of " + v4 + ", " + inner, EndpointGuard.forbiddenClass(mapped));
+        // Java's own parser turns the text form into the IPv4 address: refused just the same
+        assertEquals(inner, EndpointGuard.forbiddenClass(InetAddress.getByName("::ffff:" + v4)));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"93.184.215.14", "8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255",
+            "100.128.0.1", "169.253.255.255", "192.167.255.255", "2606:4700:4700::1111", "2001:4860:4860::8888",
+            "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"})
+    void public_addresses_pass(String literal) throws Exception {
+        assertNull(EndpointGuard.forbiddenClass(InetAddress.getByName(literal)), literal);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"http://127.0.0.1:8080/hooks", "http://[::1]/hooks", "https://10.0.0.7/x",
+            "http://169.254.169.254/latest/meta-data/", "http://0.0.0.0:80/", "http://[::]/", "http://100.64.0.1/",
+            "http://[::ffff:192.168.0.1]/", "http://2130706433/"})
+    void literal_urls_in_forbidden_networks_are_refused_with_the_reason(String url) throws Exception {
+        EndpointGuard.Refused refused = assertThrows(EndpointGuard.Refused.class,
+                () -> STRICT.check(EndpointGuard.parse(url)));
+        assertTrue(refused.getMessage().startsWith("refused: webhook host "), refused.getMessage());
+        assertTrue(refused.getMessage().contains("SETTLE_WEBHOOK_ALLOWPRIVATE=true"), refused.getMessage());
+    }
+
+    @Test
+    void the_message_names_host_address_and_class() {
+        EndpointGuard.Refused refused = assertThrows(EndpointGuard.Refused.class,
+                () -> STRICT.check(URI.create("http://169.254.169.254/latest")));
+        assertEquals("refused: webhook host 169.254.169.254 resolves to 169.254.169.254, the link-local cloud "
+                        + "metadata address (169.254.169.254); private networks are allowed only with "
+                        + "SETTLE_WEBHOOK_ALLOWPRIVATE=true (settle.webhook.allowprivate)",
+                refused.getMessage());
+    }
+
+    @Test
+    void one_private_address_among_public_ones_refuses_the_host() throws Exception {
+        Map<String, InetAddress[]> dns = Map.of(
+                "mixed.example", new InetAddress[]{InetAddress.getByName("93.184.215.14"), InetAddress.getByName("10.0.0.5")},
+                "public.example", new InetAddress[]{InetAddress.getByName("93.184.215.14"), InetAddress.getByName("2606:4700::1")});
+        EndpointGuard guard = new EndpointGuard(false, host -> {
+            InetAddress[] a = dns.get(host);
+            if (a == null) {
+                throw new UnknownHostException(host);
+            }
+            return a;
+        });
+        EndpointGuard.Refused refused = assertThrows(EndpointGuard.Refused.class,
+                () -> guard.check(URI.create("https://mixed.example/hook")));
+        assertTrue(refused.getMessage().contains("mixed.example resolves to 10.0.0.5, a private address (10.0.0.0/8)"),
+                refused.getMessage());
+        assertEquals(2, guard.check(URI.create("https://public.example/hook")).size());
+        assertThrows(UnknownHostException.class, () -> guard.check(URI.create("https://nowhere.example/")));
+    }
+
+    @Test
+    void allow_private_lets_every_class_through() throws Exception {
+        EndpointGuard open = EndpointGuard.system(true);
+        for (String url : List.of("http://127.0.0.1/", "http://10.0.0.1/", "http://169.254.169.254/", "http://[::1]/")) {
+            assertEquals(1, open.check(URI.create(url)).size(), url);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ftp://example.com/x", "file:///etc/passwd", "example.com/hook", "http:///nohost",
+            "http://exa mple.com/", "gopher://127.0.0.1/", "http://127.1/"})
+    void non_http_or_hostless_urls_are_refused(String url) {
+        EndpointGuard.Refused refused = assertThrows(EndpointGuard.Refused.class, () -> EndpointGuard.parse(url));
+        assertTrue(refused.getMessage().startsWith("refused: "), refused.getMessage());
+    }
+}
