@@ -2,7 +2,11 @@ package dev.settle.ingest;
 
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionEvents;
+import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DuplicateKeyException;
+import org.springframework.dao.RecoverableDataAccessException;
+import org.springframework.dao.TransientDataAccessException;
+import org.springframework.transaction.TransactionException;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -74,7 +78,44 @@ public class MessageAcceptance {
         this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
+    /**
+     * Accepts once, even when the database connection dies under it (found by the chaos run): the message id
+     * is chosen before the transaction, so after a failure whose outcome is unknown (a lost connection, a
+     * failed commit) the message is looked up by that id — committed means accepted, absent means the
+     * transaction rolled back and is tried again, up to {@link #ATTEMPTS} times.
+     */
     public Accepted accept(MessageRequest request) {
+        String messageId = "msg_" + UUID.randomUUID();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return acceptOnce(request, messageId);
+            } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
+                     | DataAccessResourceFailureException unknownOutcome) {
+                Accepted committed = committed(messageId, request.sessionId());
+                if (committed != null) {
+                    return committed;
+                }
+                if (attempt >= ATTEMPTS) {
+                    throw unknownOutcome;
+                }
+            }
+        }
+    }
+
+    static final int ATTEMPTS = 3;
+
+    static final String BY_UID = """
+            SELECT s.id, m.version, m.created_at, s.oldest_unanswered_at
+              FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE m.message_uid = ?""";
+
+    private Accepted committed(String messageId, String sessionId) {
+        List<Accepted> rows = jdbc.query(BY_UID, (rs, i) -> new Accepted(rs.getLong("id"), sessionId, messageId,
+                rs.getLong("version"), DbTime.instant(rs, "created_at"), DbTime.instant(rs, "oldest_unanswered_at"), false),
+                messageId);
+        return rows.isEmpty() ? null : rows.getFirst();
+    }
+
+    private Accepted acceptOnce(MessageRequest request, String messageId) {
         if (request.idempotencyKey() != null) {
             Accepted replay = replay(request);
             if (replay != null) {
@@ -82,7 +123,7 @@ public class MessageAcceptance {
             }
         }
         try {
-            return tx.execute(status -> insert(request));
+            return tx.execute(status -> insert(request, messageId));
         } catch (DuplicateKeyException raced) {
             Accepted replay = replay(request);
             if (replay == null) {
@@ -92,7 +133,7 @@ public class MessageAcceptance {
         }
     }
 
-    private Accepted insert(MessageRequest request) {
+    private Accepted insert(MessageRequest request, String messageId) {
         jdbc.update(UPSERT_SESSION, TENANT, request.sessionId());
         record Row(long id, long version, Instant oldest, Instant now, boolean busy) {
         }
@@ -106,7 +147,6 @@ public class MessageAcceptance {
             throw new ApiProblem(HttpStatus.CONFLICT, "session-busy",
                     "this session is still answering earlier messages (policy reject); retry when it is idle");
         }
-        String messageId = "msg_" + UUID.randomUUID();
         jdbc.update(INSERT_MESSAGE, messageId, row.id(), request.text(), row.version(), request.idempotencyKey(),
                 request.bodySha256(), DbTime.utc(row.now()));
         Map<String, Object> event = new LinkedHashMap<>();

@@ -3,7 +3,12 @@ package dev.settle.ingest;
 import jakarta.servlet.http.HttpServletRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.RecoverableDataAccessException;
+import org.springframework.dao.TransientDataAccessException;
 import org.springframework.http.HttpStatus;
+import org.springframework.jdbc.CannotGetJdbcConnectionException;
+import org.springframework.transaction.TransactionException;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
@@ -21,6 +26,18 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return ResponseEntity.status(e.status())
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON)
                 .body(e.toProblemDetail(request.getRequestURI()));
+    }
+
+    /** The database is unreachable: nothing was accepted, and the client may retry (with its Idempotency-Key). */
+    @ExceptionHandler({DataAccessResourceFailureException.class, RecoverableDataAccessException.class,
+            TransientDataAccessException.class, TransactionException.class, CannotGetJdbcConnectionException.class})
+    ResponseEntity<ProblemDetail> unavailable(Exception e, HttpServletRequest request) {
+        log.warn("database unavailable on {} {}: {}", request.getMethod(), request.getRequestURI(), e.toString());
+        ApiProblem problem = new ApiProblem(HttpStatus.SERVICE_UNAVAILABLE, "unavailable",
+                "the database is unavailable; nothing was accepted. Retry shortly, with the same Idempotency-Key");
+        return ResponseEntity.status(503).header("Retry-After", "1")
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem.toProblemDetail(request.getRequestURI()));
     }
 
     @ExceptionHandler(Exception.class)

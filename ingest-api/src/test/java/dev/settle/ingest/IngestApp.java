@@ -22,6 +22,10 @@ final class IngestApp implements AutoCloseable {
     final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     IngestApp(String hint) {
+        this(hint, Map.of());
+    }
+
+    IngestApp(String hint, Map<String, Object> extra) {
         context = new SpringApplicationBuilder(IngestApiApplication.class)
                 .properties(IngestApiApplication.defaultProperties())
                 .properties(Map.of(
@@ -29,6 +33,7 @@ final class IngestApp implements AutoCloseable {
                         "settle.api-key", KEY,
                         "spring.datasource.url", SharedInfra.newDatabase(hint),
                         "spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap()))
+                .properties(extra)
                 .run();
         int port = ((WebServerApplicationContext) context).getWebServer().getPort();
         base = "http://127.0.0.1:" + port;

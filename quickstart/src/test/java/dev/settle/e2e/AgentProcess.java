@@ -35,6 +35,24 @@ final class AgentProcess implements AutoCloseable {
         }
     }
 
+    /** SIGSTOP: the whole JVM freezes, heartbeats included, as in a long GC pause or a stalled VM. */
+    void pause() throws IOException, InterruptedException {
+        signal("STOP");
+    }
+
+    /** SIGCONT. */
+    void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    boolean alive() {
+        return process.isAlive();
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+        new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start().waitFor();
+    }
+
     /** SIGKILL. */
     void kill() throws InterruptedException {
         process.destroyForcibly();

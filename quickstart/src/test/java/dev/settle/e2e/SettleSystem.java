@@ -94,6 +94,11 @@ public final class SettleSystem implements AutoCloseable {
         return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", agentGroup()));
     }
 
+    /** Another debounce-worker instance in the same consumer group. */
+    public ConfigurableApplicationContext startDebounceWorker() {
+        return launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
+    }
+
     public String agentGroup() {
         return "settle-agent" + group;
     }
@@ -116,6 +121,19 @@ public final class SettleSystem implements AutoCloseable {
             throw new AssertionError("POST answered " + r.statusCode() + ": " + r.body());
         }
         return JSON.readTree(r.body());
+    }
+
+    /** POSTs with an optional Idempotency-Key; never throws on a non-202. */
+    public ChaosWorkload.ApiResult postWithKey(String sessionId, String text, String idempotencyKey) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
+                .header("Authorization", "Bearer " + KEY)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text))));
+        if (idempotencyKey != null) {
+            b.header("Idempotency-Key", idempotencyKey);
+        }
+        HttpResponse<String> r = send(b.build());
+        return new ChaosWorkload.ApiResult(r.statusCode(), r.body(), r.statusCode() == 202 ? JSON.readTree(r.body()) : null);
     }
 
     /** POSTs and returns the raw status (for refusals). */
