@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Each kind of answer handled exactly as documented: attempt counts, final status, last error, the endpoint's
- * state, and no attempt after the end. Schedule 0s,200ms,400ms (3 attempts), timeout 1 s, Retry-After cap 2.5 s.
+ * state, and no attempt after the end. Schedule 0s,200ms,400ms (3 attempts), timeout 4 s (generous: the machine is loaded), Retry-After cap 2.5 s.
  */
 class WebhookStatusHandlingTest {
     static final Duration LONG = Duration.ofSeconds(20);
@@ -39,7 +39,7 @@ class WebhookStatusHandlingTest {
 
     @BeforeAll
     static void start() {
-        node = WebhookNode.start("status", Map.of("settle.webhook.timeout", "1s",
+        node = WebhookNode.start("status", Map.of("settle.webhook.timeout", "4s",
                 "settle.webhook.max-retry-after", "2500ms"));
     }
 
@@ -112,7 +112,7 @@ class WebhookStatusHandlingTest {
     @Test
     void no_answer_within_the_timeout_is_a_failed_attempt() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
-            receiver.answerWith(d -> Answer.status(200).delay(Duration.ofSeconds(3)));
+            receiver.answerWith(d -> Answer.status(200).delay(Duration.ofSeconds(10)));
             long id = enqueue(receiver, "too slow");
             awaitFinal(id);
             sleep(QUIET);
@@ -121,13 +121,13 @@ class WebhookStatusHandlingTest {
             assertEquals("FAILED", row.get("status"));
             assertEquals(3, row.get("attempts"));
             assertNull(row.get("last_status"));
-            assertEquals("exhausted: 3 attempts failed, the last with timeout: no complete answer within 1000 ms",
+            assertEquals("exhausted: 3 attempts failed, the last with timeout: no complete answer within 4000 ms",
                     row.get("last_error"));
             for (Map<String, Object> a : node.attempts(id)) {
                 assertNull(a.get("status_code"));
-                assertEquals("timeout: no complete answer within 1000 ms", a.get("error"));
+                assertEquals("timeout: no complete answer within 4000 ms", a.get("error"));
                 long latency = ((Number) a.get("latency_ms")).longValue();
-                assertTrue(latency >= 1000 && latency < 1000 + SLACK_MS, "latency " + latency);
+                assertTrue(latency >= 4000 && latency < 4000 + 3000, "latency " + latency);
             }
         }
     }
