@@ -28,7 +28,8 @@ public final class Bench {
                    int timers, int timedTimers, Duration timerPeriod,
                    Duration window, Duration maxWait, int overheadSessions, double overheadRate,
                    int burstsPerStrategy, int burstSize, long gapMinMs, long gapMaxMs, Duration burstSpread,
-                   int[] inflightLevels, Duration inflightHold, long inflightModelMs, String agentHeap) {
+                   int[] inflightLevels, Duration inflightHold, Duration inflightDrain, long inflightModelMs,
+                   String agentHeap) {
 
         boolean runs(String scenario) {
             return only.isEmpty() || only.contains(scenario);
@@ -66,14 +67,14 @@ public final class Bench {
                         100_000, 1500, Duration.ofSeconds(15),
                         window, maxWait, 120, 10,
                         25, 4, 300, 2000, Duration.ofSeconds(8),
-                        new int[]{2000}, Duration.ofSeconds(10), 5000, "512m");
+                        new int[]{1000, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(15), 5000, "512m");
             }
             return new Options(false, l, out, jfr, profile, only, extra,
                     64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
                     100_000, 6000, Duration.ofSeconds(60),
                     window, maxWait, 1200, 20,
                     100, 4, 300, 2000, Duration.ofSeconds(30),
-                    new int[]{500, 1000, 2000, 3000}, Duration.ofSeconds(20), 5000, "512m");
+                    new int[]{500, 1000, 2000, 3000}, Duration.ofSeconds(20), Duration.ofSeconds(45), 5000, "512m");
         }
     }
 

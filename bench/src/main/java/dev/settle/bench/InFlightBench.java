@@ -37,7 +37,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ol>
  */
 final class InFlightBench {
-    record Level(int target, double rate, int sessions, int replied, double meanRunning, int peakRunning,
+    record Level(int target, double rate, int sessions, int replied, double statementsPerTurn, double meanRunning, int peakRunning,
                  long peakHeapUsed, long peakHeapAfterGc, Histogram turn) {
     }
 
@@ -156,6 +156,7 @@ final class InFlightBench {
                         }
                     });
                     long levelStart = System.nanoTime();
+                    long q0 = Infra.questions(jdbc);
                     Load.paced(rate, count, i -> {
                         long id = firstId + i;
                         published[(int) i] = System.nanoTime();
@@ -164,7 +165,7 @@ final class InFlightBench {
                     });
                     double steadyFrom = (levelStart - t0) / 1e9 + o.inflightModelMs() / 1000.0;
                     double steadyTo = (System.nanoTime() - t0) / 1e9;
-                    PipelineBench.await(Duration.ofSeconds(60), () -> {
+                    PipelineBench.await(o.inflightDrain(), () -> {
                         for (int i = 0; i < count; i += Math.max(1, count / 50)) {
                             if (hooks.covering("inf-" + (firstId + i), 1) == null) {
                                 return false;
@@ -172,7 +173,7 @@ final class InFlightBench {
                         }
                         return hooks.covering("inf-" + (firstId + count - 1), 1) != null;
                     });
-                    PipelineBench.await(Duration.ofSeconds(20), () -> {
+                    PipelineBench.await(Duration.ofSeconds(10), () -> {
                         for (int i = 0; i < count; i++) {
                             if (hooks.covering("inf-" + (firstId + i), 1) == null) {
                                 return false;
@@ -181,6 +182,7 @@ final class InFlightBench {
                         return true;
                     });
                     heapPeak.interrupt();
+                    long statements = Infra.questions(jdbc) - q0;
                     Histogram turn = Load.micros();
                     int replied = 0;
                     for (int i = 0; i < count; i++) {
@@ -194,7 +196,7 @@ final class InFlightBench {
                             .filter(x -> x.seconds() >= steadyFrom && x.seconds() <= steadyTo).toList();
                     double mean = window.stream().mapToInt(Sample::running).average().orElse(0);
                     int peakRunning = samples.subList(startSample, samples.size()).stream().mapToInt(Sample::running).max().orElse(0);
-                    Level level = new Level(target, rate, count, replied, mean, peakRunning, peak[0], peak[1], turn);
+                    Level level = new Level(target, rate, count, replied, statements / (double) Math.max(1, replied), mean, peakRunning, peak[0], peak[1], turn);
                     levels.add(level);
                     Bench.log("in-flight: level " + target + ": " + replied + "/" + count + " replied, mean running "
                             + Math.round(mean) + ", peak " + peakRunning + ", heap peak " + (peak[0] >> 20)

@@ -117,6 +117,11 @@ final class Infra implements AutoCloseable {
         }
     }
 
+    /** Statements the MariaDB server has executed so far (all databases; only the bench uses this server). */
+    static long questions(org.springframework.jdbc.core.JdbcTemplate jdbc) {
+        return jdbc.query("SHOW GLOBAL STATUS LIKE 'Questions'", rs -> rs.next() ? rs.getLong(2) : -1L);
+    }
+
     static double ownCpuSeconds() {
         return cpuSeconds(ProcessHandle.current().pid());
     }

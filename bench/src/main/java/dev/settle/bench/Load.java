@@ -73,7 +73,7 @@ final class Load {
     }
 
     /** What a driver measured: completed operations, failed ones, seconds, latencies (µs). */
-    record Result(long ok, long failed, double seconds, Histogram latency) {
+    record Result(long ok, long failed, double seconds, Histogram latency, long total) {
         double rate() {
             return ok / seconds;
         }
@@ -87,6 +87,7 @@ final class Load {
         Recorder recorder = recorder();
         AtomicLong ok = new AtomicLong();
         AtomicLong failed = new AtomicLong();
+        AtomicLong total = new AtomicLong();
         long start = System.nanoTime();
         long measureFrom = start + warmup.toNanos();
         long end = measureFrom + duration.toNanos();
@@ -102,6 +103,7 @@ final class Load {
                         }
                         boolean success = op.run(client, i++);
                         long t1 = System.nanoTime();
+                        total.incrementAndGet();
                         if (t0 >= measureFrom && t1 <= end) {
                             if (success) {
                                 ok.incrementAndGet();
@@ -114,7 +116,7 @@ final class Load {
                 });
             }
         }
-        return new Result(ok.get(), failed.get(), duration.toNanos() / 1e9, recorder.getIntervalHistogram());
+        return new Result(ok.get(), failed.get(), duration.toNanos() / 1e9, recorder.getIntervalHistogram(), total.get());
     }
 
     /**
@@ -154,7 +156,7 @@ final class Load {
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        return new Result(ok.get(), failed.get(), seconds, recorder.getIntervalHistogram());
+        return new Result(ok.get(), failed.get(), seconds, recorder.getIntervalHistogram(), ok.get() + failed.get());
     }
 
     /** Runs {@code action(i)} at a constant rate, each on a virtual thread; returns when all have finished. */

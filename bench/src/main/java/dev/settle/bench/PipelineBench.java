@@ -30,7 +30,7 @@ import java.util.function.BooleanSupplier;
  * infrastructure.
  */
 final class PipelineBench {
-    record Overhead(int sessions, int replied, int multiCall, double rate, Histogram reply, Histogram overhead,
+    record Overhead(double statementsPerReply, int sessions, int replied, int multiCall, double rate, Histogram reply, Histogram overhead,
                     Map<String, Histogram> stages, Profiler.Profile profile, IngestBench.Cpu cpu) {
     }
 
@@ -87,6 +87,7 @@ final class PipelineBench {
         long[] sent = new long[n];
         var rec = o.profile() ? Profiler.start("pipeline") : null;
         double[] cpu0 = IngestBench.cpu(infra);
+        long q0 = Infra.questions(jdbc);
         Load.paced(rate, n, i -> {
             String sid = "ovh-" + i;
             sent[(int) i] = System.nanoTime();
@@ -101,6 +102,7 @@ final class PipelineBench {
             return true;
         });
         IngestBench.Cpu cpu = IngestBench.cpu(infra, cpu0);
+        long statements = Infra.questions(jdbc) - q0;
         Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
 
         // database instants → this JVM's nanoTime (same machine clock; the offset is taken once)
@@ -158,7 +160,7 @@ final class PipelineBench {
         }
         Bench.log("pipeline: " + replied + "/" + n + " replied; overhead p50 " + IngestBench.fmt(Load.ms(over, 50))
                 + " ms, p99 " + IngestBench.fmt(Load.ms(over, 99)) + " ms");
-        return new Overhead(n, replied, multi, rate, reply, over, stages, profile, cpu);
+        return new Overhead(statements / (double) Math.max(1, replied), n, replied, multi, rate, reply, over, stages, profile, cpu);
     }
 
     private record Row(long accepted, long started, long ended) {

@@ -112,11 +112,14 @@ final class Report {
                 itself is six statements (session upsert, session read, message insert, event-seq bump,
                 `LAST_INSERT_ID()`, event insert) plus the commit, then a Kafka send.
 
-                | | rate | p50 | p99 | JVM cores | MariaDB cores |
-                |---|---|---|---|---|---|
-                | POST /messages, saturation (closed loop) | %s/s | %s ms | %s ms | %s | %s |
-                | raw transaction, same pool | %s/s | %s ms | %s ms | %s | %s |
-                | Kafka raw produce, acks=all, linger 1 ms, pipelined | %s/s | %s ms (ack) | | | |
+                | | rate | p50 | p99 | JVM cores | MariaDB cores | SQL statements each |
+                |---|---|---|---|---|---|---|
+                | POST /messages, saturation (closed loop) | %s/s | %s ms | %s ms | %s | %s | %s |
+                | raw transaction, same pool | %s/s | %s ms | %s ms | %s | %s | %s |
+                | Kafka raw produce, acks=all, linger 1 ms, pipelined | %s/s | %s ms (ack) | | | | |
+
+                (JVM cores: this JVM, which also runs the HTTP clients and the broker. SQL statements: the server's
+                `Questions` counter over the stage, divided by the operations, commits included.)
 
                 Ratio ingest / raw: **%s %%** (goal ≥ 80 %%).
 
@@ -126,8 +129,9 @@ final class Report {
                 |---|---|---|---|---|
                 """.formatted(run.options.clients(), run.options.ingestSessions(), fmt(sat), fmt(Load.ms(r.saturation().latency(), 50)),
                 fmt(Load.ms(r.saturation().latency(), 99)), fmt(r.satCpu().jvmCores()), fmt(r.satCpu().dbCores()),
+                fmt(r.statementsPerAccept()),
                 fmt(raw), fmt(Load.ms(r.raw().latency(), 50)), fmt(Load.ms(r.raw().latency(), 99)),
-                fmt(r.rawCpu().jvmCores()), fmt(r.rawCpu().dbCores()), fmt(r.kafkaRate()), fmt(r.kafkaAckedP50Ms()),
+                fmt(r.rawCpu().jvmCores()), fmt(r.rawCpu().dbCores()), fmt(r.statementsPerRaw()), fmt(r.kafkaRate()), fmt(r.kafkaAckedP50Ms()),
                 fmt(ratio * 100)));
         Map<String, Histogram> curves = new LinkedHashMap<>();
         List<double[]> achieved = new ArrayList<>();
@@ -158,13 +162,15 @@ final class Report {
                 %d single-message sessions at %s/s through the whole pipeline (ingest → Kafka → debounce timer → Kafka →
                 agent lease, turn, streamed model call, reply commit → outbox → signed webhook). Overhead = webhook
                 received − POST sent − window (%d ms) − model time (the latency the double applied to that call). %d
-                replied; %d needed more than one model call and are left out.
+                replied; %d needed more than one model call and are left out. SQL statements per reply, all three
+                applications together: %s. CPU over the stage: this JVM %s cores, MariaDB %s cores.
 
                 | | p50 | p90 | p99 | max |
                 |---|---|---|---|---|
                 | reply latency | %s ms | %s ms | %s ms | %s ms |
                 | **overhead** | %s ms | %s ms | %s ms | %s ms |
                 """.formatted(o.sessions(), fmt(o.rate()), run.options.window().toMillis(), o.replied(), o.multiCall(),
+                fmt(o.statementsPerReply()), fmt(o.cpu().jvmCores()), fmt(o.cpu().dbCores()),
                 fmt(Load.ms(o.reply(), 50)), fmt(Load.ms(o.reply(), 90)), fmt(Load.ms(o.reply(), 99)), fmt(o.reply().getMaxValue() / 1000.0),
                 fmt(Load.ms(h, 50)), fmt(Load.ms(h, 90)), fmt(Load.ms(h, 99)), fmt(h.getMaxValue() / 1000.0)));
         md.append("\nWhere it goes (each stage from the rows' own database times and the double's log):\n\n| stage | p50 | p99 |\n|---|---|---|\n");
@@ -221,14 +227,15 @@ final class Report {
                 time from SessionReady to webhook stayed under 1.5 × the model latency. Heap: the worker's own
                 report (used, and used after the last collection).%s
 
-                | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | sustained |
-                |---|---|---|---|---|---|---|---|---|---|
+                | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | sustained |
+                |---|---|---|---|---|---|---|---|---|---|---|
                 """.formatted(r.heapLimit(), run.options.inflightModelMs(), run.options.inflightHold().toSeconds(),
                 r.oom() ? " **The worker ran out of memory.**" : ""));
         for (InFlightBench.Level l : r.levels()) {
-            md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s |\n".formatted(l.target(), fmt(l.rate()),
+            md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s |\n".formatted(l.target(), fmt(l.rate()),
                     l.replied(), l.sessions(), fmt(l.meanRunning()), l.peakRunning(), fmt(Load.ms(l.turn(), 50)),
-                    fmt(Load.ms(l.turn(), 99)), l.peakHeapUsed() >> 20, l.peakHeapAfterGc() >> 20, sustained(l) ? "yes" : "**no**"));
+                    fmt(Load.ms(l.turn(), 99)), l.peakHeapUsed() >> 20, l.peakHeapAfterGc() >> 20,
+                    fmt(l.statementsPerTurn()), sustained(l) ? "yes" : "**no**"));
         }
         List<double[]> running = new ArrayList<>();
         List<double[]> heap = new ArrayList<>();
