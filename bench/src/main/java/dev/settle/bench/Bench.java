@@ -16,8 +16,8 @@ import java.util.Set;
  * infrastructure against the HTTP model double and writes {@code docs/PERFORMANCE.md} and {@code docs/perf/*.png}.
  *
  * <p>Options: {@code --quick} (small sizes, under 3 minutes), {@code --model-latency uniform:MIN_MS:MAX_MS|fixed:MS}
- * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,inflight}, {@code --set key=value} (a Settle
- * property for the pipeline scenario, repeatable), {@code --no-profile}, {@code --out DIR} (default docs).
+ * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,inflight}, {@code --set key=value} (a property
+ * every application gets, repeatable), {@code --no-profile}, {@code --out DIR} (default docs).
  */
 public final class Bench {
     private static final long STARTED = System.nanoTime();
@@ -67,7 +67,7 @@ public final class Bench {
                         100_000, 1500, Duration.ofSeconds(15),
                         window, maxWait, 120, 10,
                         25, 4, 300, 2000, Duration.ofSeconds(8),
-                        new int[]{1000, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(15), 5000, "512m");
+                        new int[]{500, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(15), 5000, "512m");
             }
             return new Options(false, l, out, jfr, profile, only, extra,
                     64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
@@ -103,7 +103,7 @@ public final class Bench {
         run.startedAt = Instant.now();
         log((o.quick() ? "quick" : "full") + " run; model latency " + o.latency().describe() + "; load " + loadAverage());
         Path home = Files.createTempDirectory("settle-bench-");
-        try (Infra infra = new Infra(home)) {
+        try (Infra infra = new Infra(home, o.extra())) {
             if (o.runs("ingest")) {
                 run.loads.add("before ingest: " + loadAverage());
                 run.ingest = IngestBench.run(infra, o);

@@ -33,8 +33,12 @@ final class Infra implements AutoCloseable {
     final EmbeddedMariaDb db;
     private int databases;
 
-    Infra(Path home) {
+    private final Map<String, Object> extra;
+
+    /** @param extra Settle/Spring properties every application of every scenario gets (the bench's --set) */
+    Infra(Path home, Map<String, Object> extra) {
         this.home = home;
+        this.extra = Map.copyOf(extra);
         this.db = EmbeddedMariaDb.start(home.resolve("mariadb"), 0);
     }
 
@@ -58,6 +62,7 @@ final class Infra implements AutoCloseable {
             shared.put("logging.level.liquibase", "WARN");
             shared.put("logging.register-shutdown-hook", "false");
             shared.putAll(settings);
+            shared.putAll(extra);
         }
 
         ConfigurableApplicationContext ingest() {

@@ -39,7 +39,7 @@ final class IngestBench {
     record Step(double offered, Load.Result result) {
     }
 
-    record Result(double statementsPerAccept, double statementsPerRaw, Load.Result saturation, Load.Result raw, double kafkaRate, double kafkaAckedP50Ms, List<Step> ladder,
+    record Result(Map<String, Double> lockWaits, double statementsPerAccept, double statementsPerRaw, Load.Result saturation, Load.Result raw, double kafkaRate, double kafkaAckedP50Ms, List<Step> ladder,
                   Step half, Cpu satCpu, Cpu rawCpu, Profiler.Profile profile, Profiler.Profile rawProfile) {
     }
 
@@ -67,15 +67,22 @@ final class IngestBench {
                     VALUES ('default', ?, 0, UTC_TIMESTAMP(6))""", rows);
 
             Bench.log("ingest: saturation, " + o.clients() + " clients, " + o.stage().toSeconds() + " s");
+            Map<Integer, AtomicLong> statuses = new ConcurrentHashMap<>();
             Load.Op accept = (c, i) -> {
                 int sid = ThreadLocalRandom.current().nextInt(sessions);
-                return Load.post(base, "ing-" + sid, "sid=ing-" + sid + " lunch 35 and coffee 12") == 202;
+                int status = Load.post(base, "ing-" + sid, "sid=ing-" + sid + " lunch 35 and coffee 12");
+                statuses.computeIfAbsent(status, k -> new AtomicLong()).incrementAndGet();
+                return status == 202;
             };
             Load.closedLoop(o.clients(), Duration.ZERO, Duration.ofSeconds(3), accept); // warm-up
             var rec = o.profile() ? Profiler.start("ingest-saturation") : null;
             double[] cpu0 = cpu(infra);
             long q0 = Infra.questions(jdbc);
+            LockWaits waits = new LockWaits(new JdbcTemplate(new org.springframework.jdbc.datasource.DriverManagerDataSource(s.jdbcUrl, "root", "")));
             Load.Result saturation = Load.closedLoop(o.clients(), Duration.ofSeconds(1), o.stage(), accept);
+            waits.close();
+            Bench.log("ingest: lock waits per sample " + waits.perSample() + "; statuses " + statuses
+                    + "; failed " + saturation.failed());
             Cpu satCpu = cpu(infra, cpu0);
             double perAccept = (Infra.questions(jdbc) - q0 - 1) / (double) saturation.total();
             Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
@@ -124,7 +131,7 @@ final class IngestBench {
                 Bench.log("ingest: offered " + Math.round(rate) + "/s → " + Math.round(r.rate()) + "/s, p50 "
                         + fmt(Load.ms(r.latency(), 50)) + " ms, p99 " + fmt(Load.ms(r.latency(), 99)) + " ms");
             }
-            return new Result(perAccept, perRaw, saturation, rawResult, kafka[0], kafka[1], ladder, half, satCpu, rawCpu, profile, rawProfile);
+            return new Result(waits.perSample(), perAccept, perRaw, saturation, rawResult, kafka[0], kafka[1], ladder, half, satCpu, rawCpu, profile, rawProfile);
         }
     }
 

@@ -63,7 +63,6 @@ final class PipelineBench {
             settings.put("settle.webhook.url", hooks.url());
             settings.put("settle.debounce.window", o.window().toMillis() + "ms");
             settings.put("settle.debounce.maxwait", o.maxWait().toMillis() + "ms");
-            settings.putAll(o.extra());
             try (Infra.Scenario s = infra.new Scenario("pipeline", settings)) {
                 ConfigurableApplicationContext ingest = s.ingest();
                 s.debounce();
