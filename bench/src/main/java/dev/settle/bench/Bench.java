@@ -24,7 +24,7 @@ public final class Bench {
 
     record Options(boolean quick, Model.Latency latency, Path out, Path jfrDir, boolean profile, Set<String> only,
                    Map<String, Object> extra,
-                   int clients, Duration stage, double[] ladder, Duration ladderStage, int ingestSessions,
+                   Duration warmup, int clients, Duration stage, double[] ladder, Duration ladderStage, int ingestSessions,
                    int timers, int timedTimers, Duration timerPeriod,
                    Duration window, Duration maxWait, int overheadSessions, double overheadRate,
                    int burstsPerStrategy, int burstSize, long gapMinMs, long gapMaxMs, Duration burstSpread,
@@ -63,14 +63,14 @@ public final class Bench {
             Model.Latency l = Model.Latency.parse(latency);
             if (quick) {
                 return new Options(true, l, out, jfr, profile, only, extra,
-                        64, Duration.ofSeconds(5), new double[]{0.25, 0.5, 0.75, 1.0}, Duration.ofSeconds(4), 2000,
+                        Duration.ofSeconds(10), 64, Duration.ofSeconds(5), new double[]{0.25, 0.5, 0.75, 1.0}, Duration.ofSeconds(4), 2000,
                         100_000, 1500, Duration.ofSeconds(15),
                         window, maxWait, 120, 10,
                         25, 4, 300, 2000, Duration.ofSeconds(8),
                         new int[]{500, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(15), 5000, "512m");
             }
             return new Options(false, l, out, jfr, profile, only, extra,
-                    64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
+                    Duration.ofSeconds(20), 64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
                     100_000, 6000, Duration.ofSeconds(60),
                     window, maxWait, 1200, 20,
                     100, 4, 300, 2000, Duration.ofSeconds(30),

@@ -74,7 +74,7 @@ final class IngestBench {
                 statuses.computeIfAbsent(status, k -> new AtomicLong()).incrementAndGet();
                 return status == 202;
             };
-            Load.closedLoop(o.clients(), Duration.ZERO, Duration.ofSeconds(3), accept); // warm-up
+            Load.closedLoop(o.clients(), Duration.ZERO, o.warmup(), accept); // warm-up: JIT, pools, broker metadata
             var rec = o.profile() ? Profiler.start("ingest-saturation") : null;
             double[] cpu0 = cpu(infra);
             long q0 = Infra.questions(jdbc);
@@ -104,7 +104,7 @@ final class IngestBench {
                 });
                 return true;
             };
-            Load.closedLoop(o.clients(), Duration.ZERO, Duration.ofSeconds(2), raw);
+            Load.closedLoop(o.clients(), Duration.ZERO, o.warmup().dividedBy(2), raw);
             var rawRec = o.profile() ? Profiler.start("ingest-raw") : null;
             cpu0 = cpu(infra);
             q0 = Infra.questions(jdbc);
