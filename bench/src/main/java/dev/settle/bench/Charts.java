@@ -49,6 +49,7 @@ final class Charts {
         CategoryPlot plot = chart.getCategoryPlot();
         LogAxis axis = new LogAxis(yLabel);
         axis.setSmallestValue(0.01);
+        axis.setNumberFormatOverride(new java.text.DecimalFormat("#,##0.#"));
         plot.setRangeAxis(axis);
         LineAndShapeRenderer r = (LineAndShapeRenderer) plot.getRenderer();
         r.setDefaultShapesVisible(true);
@@ -57,7 +58,9 @@ final class Charts {
         }
         if (goalMs != null) {
             ValueMarker m = new ValueMarker(goalMs, Color.RED, new BasicStroke(1.5f));
-            m.setLabel("goal " + goalMs + " ms");
+            m.setLabel("goal " + Math.round(goalMs) + " ms");
+            m.setLabelAnchor(org.jfree.chart.ui.RectangleAnchor.TOP_LEFT);
+            m.setLabelTextAnchor(org.jfree.chart.ui.TextAnchor.BOTTOM_LEFT);
             plot.addRangeMarker(m);
         }
         style(chart);
