@@ -173,7 +173,7 @@ final class InFlightBench {
                         }
                         return hooks.covering("inf-" + (firstId + count - 1), 1) != null;
                     });
-                    PipelineBench.await(Duration.ofSeconds(10), () -> {
+                    PipelineBench.await(o.inflightDrain().dividedBy(2), () -> {
                         for (int i = 0; i < count; i++) {
                             if (hooks.covering("inf-" + (firstId + i), 1) == null) {
                                 return false;
