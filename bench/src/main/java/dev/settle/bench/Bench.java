@@ -67,7 +67,7 @@ public final class Bench {
                         100_000, 1500, Duration.ofSeconds(15),
                         window, maxWait, 120, 10,
                         25, 4, 300, 2000, Duration.ofSeconds(8),
-                        new int[]{500, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(8), 5000, "512m");
+                        new int[]{500, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(20), 5000, "512m");
             }
             return new Options(false, l, out, jfr, profile, only, extra,
                     Duration.ofSeconds(20), 64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
