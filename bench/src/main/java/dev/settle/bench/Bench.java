@@ -1,0 +1,142 @@
+package dev.settle.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code java -jar bench/target/settle-bench.jar [--quick]}: runs Settle's whole pipeline on the embedded
+ * infrastructure against the HTTP model double and writes {@code docs/PERFORMANCE.md} and {@code docs/perf/*.png}.
+ *
+ * <p>Options: {@code --quick} (small sizes, under 3 minutes), {@code --model-latency uniform:MIN_MS:MAX_MS|fixed:MS}
+ * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,inflight}, {@code --set key=value} (a property
+ * every application gets, repeatable), {@code --no-profile}, {@code --out DIR} (default docs).
+ */
+public final class Bench {
+    private static final long STARTED = System.nanoTime();
+
+    record Options(boolean quick, Model.Latency latency, Path out, Path jfrDir, boolean profile, Set<String> only,
+                   Map<String, Object> extra,
+                   Duration warmup, int clients, Duration stage, double[] ladder, Duration ladderStage, int ingestSessions,
+                   int timers, int timedTimers, Duration timerPeriod,
+                   Duration window, Duration maxWait, int overheadSessions, double overheadRate,
+                   int burstsPerStrategy, int burstSize, long gapMinMs, long gapMaxMs, Duration burstSpread,
+                   int[] inflightLevels, Duration inflightHold, Duration inflightDrain, long inflightModelMs,
+                   String agentHeap) {
+
+        boolean runs(String scenario) {
+            return only.isEmpty() || only.contains(scenario);
+        }
+
+        static Options parse(String[] args) {
+            boolean quick = false;
+            String latency = "uniform:2000:6000";
+            Path out = Path.of("docs");
+            boolean profile = true;
+            Set<String> only = Set.of();
+            Map<String, Object> extra = new LinkedHashMap<>();
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--quick" -> quick = true;
+                    case "--model-latency" -> latency = args[++i];
+                    case "--out" -> out = Path.of(args[++i]);
+                    case "--no-profile" -> profile = false;
+                    case "--only" -> only = Set.of(args[++i].split(","));
+                    case "--set" -> {
+                        String kv = args[++i];
+                        extra.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+                    }
+                    default -> throw new IllegalArgumentException("unknown option " + args[i]
+                            + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V)");
+                }
+            }
+            Path jfr = Path.of("bench", "target", "jfr");
+            Duration window = Duration.ofMillis(1500);
+            Duration maxWait = Duration.ofSeconds(10);
+            Model.Latency l = Model.Latency.parse(latency);
+            if (quick) {
+                return new Options(true, l, out, jfr, profile, only, extra,
+                        Duration.ofSeconds(10), 64, Duration.ofSeconds(5), new double[]{0.25, 0.5, 0.75, 1.0}, Duration.ofSeconds(3), 2000,
+                        100_000, 1500, Duration.ofSeconds(15),
+                        window, maxWait, 120, 10,
+                        25, 4, 300, 2000, Duration.ofSeconds(8),
+                        new int[]{500, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(20), 5000, "512m");
+            }
+            return new Options(false, l, out, jfr, profile, only, extra,
+                    Duration.ofSeconds(20), 64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
+                    100_000, 6000, Duration.ofSeconds(60),
+                    window, maxWait, 1200, 20,
+                    100, 4, 300, 2000, Duration.ofSeconds(30),
+                    new int[]{500, 1000, 2000, 3000}, Duration.ofSeconds(20), Duration.ofSeconds(45), 5000, "512m");
+        }
+    }
+
+    /** Everything measured, for the report. */
+    static final class Run {
+        Options options;
+        Instant startedAt;
+        double secondsTaken;
+        List<String> loads = new ArrayList<>();
+        IngestBench.Result ingest;
+        TimerBench.Result timers;
+        PipelineBench.Result pipeline;
+        InFlightBench.Result inflight;
+    }
+
+    private Bench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        System.setProperty("java.awt.headless", "true");
+        Options o = Options.parse(args);
+        Files.createDirectories(o.jfrDir());
+        Files.createDirectories(o.out().resolve("perf"));
+        Run run = new Run();
+        run.options = o;
+        run.startedAt = Instant.now();
+        log((o.quick() ? "quick" : "full") + " run; model latency " + o.latency().describe() + "; load " + loadAverage());
+        Path home = Files.createTempDirectory("settle-bench-");
+        try (Infra infra = new Infra(home, o.extra())) {
+            if (o.runs("ingest")) {
+                run.loads.add("before ingest: " + loadAverage());
+                run.ingest = IngestBench.run(infra, o);
+            }
+            if (o.runs("timers")) {
+                run.loads.add("before timers: " + loadAverage());
+                run.timers = TimerBench.run(infra, o);
+            }
+            if (o.runs("pipeline")) {
+                run.loads.add("before pipeline: " + loadAverage());
+                run.pipeline = PipelineBench.run(infra, o);
+            }
+            if (o.runs("inflight")) {
+                run.loads.add("before in-flight: " + loadAverage());
+                run.inflight = InFlightBench.run(infra, o);
+            }
+            run.loads.add("at the end: " + loadAverage());
+        }
+        run.secondsTaken = (System.nanoTime() - STARTED) / 1e9;
+        Path doc = Report.write(run);
+        log("wrote " + doc + " in " + Math.round(run.secondsTaken) + " s");
+        System.exit(0);
+    }
+
+    static String loadAverage() {
+        try {
+            return String.join(" ", Arrays.copyOf(Files.readString(Path.of("/proc/loadavg")).trim().split(" "), 3));
+        } catch (Exception e) {
+            return "?";
+        }
+    }
+
+    static void log(String message) {
+        System.out.printf("[bench %5.1fs] %s%n", (System.nanoTime() - STARTED) / 1e9, message);
+    }
+}

