@@ -84,10 +84,11 @@ class QuickstartRestartTest {
 
             awaitAnswered(api, a, 2);
             awaitAnswered(api, b, 1);
-            assertEquals(List.of("(offline demo model) You sent 2 messages, answered together: \"lunch 35\" + \"and coffee 12\"."),
+            // the demo agent booked both expenses, once each, in the one reply after the restart
+            assertEquals(List.of("(offline demo model) Done: booked 35.00 under food; booked 12.00 under coffee."),
                     field(api.messages(a, "assistant"), m -> m.get("text").asString()));
             assertEquals(List.of(2L), field(api.messages(a, "assistant"), m -> m.get("coversVersion").asLong()));
-            assertEquals(List.of("(offline demo model) You said: \"dinner 20\"."),
+            assertEquals(List.of("(offline demo model) Done: booked 20.00 under food."),
                     field(api.messages(b, "assistant"), m -> m.get("text").asString()));
             assertEquals(List.of(1L), field(api.messages(b, "assistant"), m -> m.get("coversVersion").asLong()));
 
