@@ -132,7 +132,7 @@ public class WebhookDispatcher implements SmartLifecycle {
                 verdict = new AttemptVerdict.Failed(null, attemptError, false);
             } else {
                 WebhookSender.Result result = sender.send(claim.endpointUrl(), claim.webhookId(), claim.timestamp(),
-                        claim.payload());
+                        claim.payload(), claim.secrets());
                 if (result.interrupted()) {
                     Thread.interrupted(); // record the hand-back before the thread ends
                 }
