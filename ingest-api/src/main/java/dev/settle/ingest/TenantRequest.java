@@ -39,6 +39,7 @@ record TenantRequest(String id, String name, String webhookUrl, String webhookSe
     static TenantRequest read(HttpServletRequest request, IngestSettings settings) throws IOException {
         MessageRequest.checkContentType(request.getContentType());
         byte[] body = MessageRequest.readBody(request, settings.maxBodyBytes());
+        MessageRequest.checkUtf8(body);
         JsonNode root;
         try {
             root = JSON.readTree(body);
