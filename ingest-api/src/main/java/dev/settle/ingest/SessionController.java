@@ -28,10 +28,13 @@ public class SessionController {
     private final EventStream events;
     private final SessionPolicies policies;
     private final FailedTurnRetry retries;
+    private final io.micrometer.core.instrument.MeterRegistry meters;
 
     public SessionController(IngestSettings settings, MessageAcceptance acceptance,
                              AcceptedEventPublisher publisher, SessionViews views, EventStream events,
-                             SessionPolicies policies, FailedTurnRetry retries) {
+                             SessionPolicies policies, FailedTurnRetry retries,
+                             io.micrometer.core.instrument.MeterRegistry meters) {
+        this.meters = meters;
         this.retries = retries;
         this.events = events;
         this.policies = policies;
@@ -48,6 +51,7 @@ public class SessionController {
         MessageRequest message = MessageRequest.read(sessionId, request, settings);
         MessageAcceptance.Accepted accepted = acceptance.accept(tenant, message);
         if (!accepted.replay()) {
+            meters.counter("settle.messages.accepted", "tenant", tenant).increment();
             publisher.publish(accepted);
         }
         Map<String, Object> body = new LinkedHashMap<>();
