@@ -28,10 +28,11 @@ final class IngestApp implements AutoCloseable {
 
     /** @param extra further properties, e.g. limits */
     IngestApp(String hint, Map<String, Object> extra) {
-        this(hint, SharedInfra.newDatabase(hint), extra);
+        this(SharedInfra.newDatabase(hint), SharedInfra.kafkaBootstrap(), extra);
     }
 
-    IngestApp(String hint, String jdbcUrl, Map<String, Object> extra) {
+    /** On any database and broker (compatibility runs). */
+    IngestApp(String jdbcUrl, String kafkaBootstrap, Map<String, Object> extra) {
         context = new SpringApplicationBuilder(IngestApiApplication.class)
                 .properties(IngestApiApplication.defaultProperties())
                 .properties(Map.of(
@@ -39,7 +40,7 @@ final class IngestApp implements AutoCloseable {
                         "settle.api-key", KEY,
                         "settle.admin-key", ADMIN_KEY,
                         "spring.datasource.url", jdbcUrl,
-                        "spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap()))
+                        "spring.kafka.bootstrap-servers", kafkaBootstrap))
                 .properties(extra)
                 .run();
         int port = ((WebServerApplicationContext) context).getWebServer().getPort();
