@@ -230,3 +230,35 @@ CREATE TABLE webhook_endpoint (
   PRIMARY KEY (url)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+
+-- tenants and operations (issue 8)
+
+--changeset settle:8-tenant
+-- A tenant owns sessions (chat_session.tenant_id). Its webhook URL and secrets (whsec_..., space-separated
+-- during rotation) and its default double-texting policy override the deployment's settings; NULL = use them.
+-- The row 'default' is the tenant of the deployment's single SETTLE_API_KEY.
+CREATE TABLE tenant (
+  id              VARCHAR(64)   NOT NULL,
+  name            VARCHAR(200)  NOT NULL,
+  webhook_url     VARCHAR(2048) CHARACTER SET ascii COLLATE ascii_bin NULL,
+  webhook_secrets VARCHAR(2000) NULL,
+  default_policy  VARCHAR(16)   NULL,
+  created_at      DATETIME(6)   NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+INSERT INTO tenant (id, name, created_at) VALUES ('default', 'default', UTC_TIMESTAMP(6));
+
+--changeset settle:8-api-key
+-- API keys are shown once, at creation; only their SHA-256 is stored. prefix identifies a key in listings.
+CREATE TABLE api_key (
+  id          BIGINT       NOT NULL AUTO_INCREMENT,
+  tenant_id   VARCHAR(64)  NOT NULL,
+  key_hash    CHAR(64)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  prefix      VARCHAR(16)  NOT NULL,
+  created_at  DATETIME(6)  NOT NULL,
+  revoked_at  DATETIME(6)  NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_api_key_hash (key_hash),
+  KEY ix_api_key_tenant (tenant_id),
+  CONSTRAINT fk_api_key_tenant FOREIGN KEY (tenant_id) REFERENCES tenant (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

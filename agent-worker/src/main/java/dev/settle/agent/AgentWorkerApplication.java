@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.Operations;
 import dev.settle.schema.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -15,11 +16,11 @@ import java.util.Map;
  */
 @SpringBootApplication
 @EnableConfigurationProperties(AgentSettings.class)
-@Import(Topology.class)
+@Import({Topology.class, Operations.class})
 public class AgentWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {
-        Map<String, Object> p = new LinkedHashMap<>();
+        Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
         p.put("spring.application.name", "agent-worker");
         p.put("spring.main.web-application-type", "none");
         p.put("spring.threads.virtual.enabled", "true");

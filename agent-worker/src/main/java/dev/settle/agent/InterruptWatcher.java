@@ -29,10 +29,10 @@ import java.util.concurrent.ConcurrentHashMap;
 public class InterruptWatcher implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(InterruptWatcher.class);
     static final String CHECK = """
-            SELECT id, version, COALESCE(policy, ?) AS policy,
-                   (oldest_unanswered_at IS NOT NULL
-                    AND oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND) AS before_deadline
-              FROM chat_session WHERE id IN (%s)""";
+            SELECT s.id, s.version, COALESCE(s.policy, t.default_policy, ?) AS policy,
+                   (s.oldest_unanswered_at IS NOT NULL
+                    AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND) AS before_deadline
+              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id WHERE s.id IN (%s)""";
 
     record Watched(long toVersion, TurnControl control) {
     }

@@ -54,7 +54,11 @@ public class OrphanedLeaseScanner implements SmartLifecycle {
                     List<Long> orphans = jdbc.queryForList(ORPHANS, Long.class);
                     for (long id : orphans) {
                         log.info("session {}: lease expired with messages unanswered; taking over", id);
-                        turns.execute(() -> runner.run(id));
+                        turns.execute(() -> {
+                            if (!"busy".equals(runner.run(id))) {
+                                runner.meters().counter("settle.lease.takeovers").increment();
+                            }
+                        });
                     }
                 } catch (InterruptedException e) {
                     return;

@@ -14,7 +14,9 @@ import java.util.Map;
  * The webhook outbox: a delivery row written in the caller's transaction (the reply commit, or the turn's
  * failure), so a committed reply always has its delivery and a rolled-back one never does. The envelope,
  * its {@code webhook-id} and the endpoint it goes to are fixed here, once, and reused by every retry; the first
- * attempt is due after the schedule's first delay.
+ * attempt is due after the schedule's first delay. The endpoint is the session's tenant's webhook URL, or the
+ * deployment's {@code SETTLE_WEBHOOK_URL} when the tenant has none (always so for the tenant {@code default});
+ * the SSRF guard checks it on every attempt like any other.
  */
 @Component
 public class Outbox {
@@ -23,7 +25,13 @@ public class Outbox {
                                           next_attempt_at, created_at)
             VALUES (?, ?, ?, ?, ?, 'PENDING', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6))""";
 
-    static final String EXTERNAL_ID = "SELECT external_id FROM chat_session WHERE id = ?";
+    /** The session's client-facing id and its tenant's webhook URL (null = the deployment's). */
+    static final String SESSION = """
+            SELECT s.external_id, t.webhook_url
+              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id WHERE s.id = ?""";
+
+    private record Target(String externalId, String url) {
+    }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private final JdbcTemplate jdbc;
@@ -37,33 +45,41 @@ public class Outbox {
     }
 
     public void replyCreated(long sessionId, String replyId, String text, Conversation.Snapshot turn) {
-        Map<String, Object> data = data(sessionId, turn);
+        Target target = target(sessionId);
+        Map<String, Object> data = data(target, turn);
         data.put("replyId", replyId);
         data.put("text", text);
-        insert("reply.created", replyId, sessionId, data);
+        insert("reply.created", replyId, sessionId, target, data);
     }
 
     public void replyFailed(long sessionId, long turnId, String error, Conversation.Snapshot turn) {
-        Map<String, Object> data = data(sessionId, turn);
+        Target target = target(sessionId);
+        Map<String, Object> data = data(target, turn);
         data.put("turnId", turnId);
         data.put("error", error);
-        insert("reply.failed", "turn_" + turnId, sessionId, data);
+        insert("reply.failed", "turn_" + turnId, sessionId, target, data);
     }
 
-    private Map<String, Object> data(long sessionId, Conversation.Snapshot turn) {
+    private Map<String, Object> data(Target target, Conversation.Snapshot turn) {
         Map<String, Object> data = new LinkedHashMap<>();
-        data.put("sessionId", jdbc.queryForObject(EXTERNAL_ID, String.class, sessionId));
+        data.put("sessionId", target.externalId());
         data.put("coversVersion", turn.toVersion());
         data.put("messageIds", turn.pendingIds());
         return data;
     }
 
-    private void insert(String type, String id, long sessionId, Map<String, Object> data) {
+    private Target target(long sessionId) {
+        return jdbc.queryForObject(SESSION, (rs, i) -> new Target(rs.getString("external_id"),
+                rs.getString("webhook_url")), sessionId);
+    }
+
+    private void insert(String type, String id, long sessionId, Target target, Map<String, Object> data) {
         Map<String, Object> envelope = new LinkedHashMap<>();
         envelope.put("type", type);
         envelope.put("timestamp", Instant.now().toString());
         envelope.put("data", data);
-        jdbc.update(INSERT, "wh_" + id, sessionId, type, endpoint.url(), JSON.writeValueAsString(envelope),
+        jdbc.update(INSERT, "wh_" + id, sessionId, type,
+                target.url() != null ? target.url() : endpoint.url(), JSON.writeValueAsString(envelope),
                 schedule.first().toNanos() / 1000);
     }
 }

@@ -37,7 +37,8 @@ public class ReplyCommit {
              WHERE id = ?
                AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)
                AND replied_version = ?
-               AND (version = ? OR COALESCE(policy, ?) = 'enqueue'
+               AND (version = ? OR COALESCE(policy, (SELECT t.default_policy FROM tenant t
+                                                     WHERE t.id = chat_session.tenant_id), ?) = 'enqueue'
                     OR oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)""";
 
     static final String INSERT_REPLY = """

@@ -53,19 +53,30 @@ public class TurnRunner {
         this.failures = failures;
         this.waker = waker;
         this.meters = meters;
+        meters.gauge("settle.turns.inflight", inFlight);
+    }
+
+    /** Turns this worker is running now (the {@code settle.turns.inflight} gauge). */
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+
+    MeterRegistry meters() {
+        return meters;
     }
 
     /** @return what happened, for logs and tests */
     public String run(long sessionId) {
         SessionLease.Lease lease = leases.claim(sessionId);
+        meters.counter("settle.lease.claims", "result", lease == null ? "busy" : "acquired").increment();
         if (lease == null) {
             return "busy";
         }
+        inFlight.incrementAndGet();
         MDC.put("sessionId", Long.toString(sessionId));
         String outcome = "lease-lost";
         try (Heartbeats.Beat beat = heartbeats.start(lease)) {
             outcome = answer(lease, new TurnControl(beat));
         } catch (LeaseLostException e) {
+            meters.counter("settle.lease.fenced").increment();
             log.info("session {}: lease lost mid-turn, nothing more written", sessionId);
         } finally {
             interrupts.forget(sessionId);
@@ -74,6 +85,7 @@ public class TurnRunner {
                 leases.release(lease);
                 waker.rearmIfPending(sessionId);
             } finally {
+                inFlight.decrementAndGet();
                 MDC.remove("sessionId");
                 MDC.remove("turnId");
             }
@@ -124,7 +136,10 @@ public class TurnRunner {
                 yield "committed";
             }
             case SUPERSEDED -> discard(lease, turnId, turn, "superseded: a newer message arrived while generating", usage);
-            case LEASE_LOST -> "lease-lost";
+            case LEASE_LOST -> {
+                meters.counter("settle.lease.fenced").increment(); // the commit was refused by the fence
+                yield "lease-lost";
+            }
         };
     }
 

@@ -1,5 +1,6 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.Operations;
 import dev.settle.schema.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -22,13 +23,13 @@ import java.util.Map;
  * {@link #defaultProperties()} holds the defaults, and anything in the environment overrides them.
  */
 @SpringBootApplication
-@Import(Topology.class)
+@Import({Topology.class, Operations.class})
 @EnableScheduling
 @EnableConfigurationProperties({DebounceSettings.class, SweeperSettings.class})
 public class DebounceWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {
-        Map<String, Object> p = new LinkedHashMap<>();
+        Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
         p.put("spring.application.name", "debounce-worker");
         p.put("spring.main.web-application-type", "none");
         p.put("spring.threads.virtual.enabled", "true");

@@ -81,8 +81,11 @@ public class TimerFirer implements SmartLifecycle {
     private volatile CountDownLatch stopSignal;
     private volatile Thread thread;
 
+    private final io.micrometer.core.instrument.MeterRegistry meters;
+
     public TimerFirer(JdbcClient jdbc, PlatformTransactionManager txManager, KafkaTemplate<String, String> kafka,
-                      DebounceSettings settings) {
+                      DebounceSettings settings, io.micrometer.core.instrument.MeterRegistry meters) {
+        this.meters = meters;
         this.jdbc = jdbc;
         this.tx = new TransactionTemplate(txManager);
         this.kafka = kafka;
@@ -107,6 +110,7 @@ public class TimerFirer implements SmartLifecycle {
                 return 0;
             }
             publish(due);
+            afterCommit(due);
             for (DueTimer t : due) {
                 int rows = jdbc.sql(DELETE_FIRED)
                         .param("sessionId", t.sessionId())
@@ -121,6 +125,17 @@ public class TimerFirer implements SmartLifecycle {
         });
         fired.addAndGet(count);
         return count;
+    }
+
+    /** Counts {@code settle.debounce.fires{cause}} once the fire committed (a rolled-back round fires again). */
+    private void afterCommit(List<DueTimer> due) {
+        org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
+                new org.springframework.transaction.support.TransactionSynchronization() {
+                    @Override
+                    public void afterCommit() {
+                        due.forEach(t -> meters.counter("settle.debounce.fires", "cause", t.cause()).increment());
+                    }
+                });
     }
 
     private void publish(List<DueTimer> due) {

@@ -45,7 +45,8 @@ class TimerFirerTest {
     }
 
     private static TimerFirer firer(KafkaTemplate<String, String> kafka) {
-        return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS);
+        return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS,
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
     }
 
     private static KafkaTemplate<String, String> kafka(String bootstrap) {

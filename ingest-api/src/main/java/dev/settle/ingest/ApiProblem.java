@@ -9,11 +9,22 @@ import java.net.URI;
 public class ApiProblem extends RuntimeException {
     private final HttpStatus status;
     private final String type;
+    private final long retryAfterSeconds;
 
     public ApiProblem(HttpStatus status, String type, String detail) {
+        this(status, type, detail, 0);
+    }
+
+    /** @param retryAfterSeconds sent as {@code Retry-After} when positive */
+    public ApiProblem(HttpStatus status, String type, String detail, long retryAfterSeconds) {
         super(detail);
         this.status = status;
         this.type = type;
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+
+    public long retryAfterSeconds() {
+        return retryAfterSeconds;
     }
 
     public HttpStatus status() {

@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.schema.Operations;
 import dev.settle.schema.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -16,11 +17,11 @@ import java.util.Map;
  */
 @SpringBootApplication
 @EnableConfigurationProperties(IngestSettings.class)
-@Import(Topology.class)
+@Import({Topology.class, Operations.class})
 public class IngestApiApplication {
 
     public static Map<String, Object> defaultProperties() {
-        Map<String, Object> p = new LinkedHashMap<>();
+        Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
         p.put("spring.application.name", "ingest-api");
         p.put("spring.threads.virtual.enabled", "true");
         p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
@@ -36,7 +37,6 @@ public class IngestApiApplication {
         p.put("spring.kafka.producer.properties.max.block.ms", "2000");
         p.put("spring.mvc.problemdetails.enabled", "true");
         p.put("server.error.whitelabel.enabled", "false");
-        p.put("management.endpoints.web.exposure.include", "health,info");
         return p;
     }
 

@@ -11,10 +11,12 @@ import java.util.Set;
  * @param apiKey         the bearer key clients must present ({@code SETTLE_API_KEY}); required
  * @param maxBodyBytes   larger request bodies are refused with 413
  * @param maxTextChars   longer message texts are refused with 413
+ * @param adminKey       bearer key of the admin API ({@code SETTLE_ADMIN_KEY}); unset = the admin API is closed
+ * @param limits         per-session and per-tenant limits ({@code SETTLE_LIMITS_*})
  */
 @ConfigurationProperties("settle")
 public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars, @DefaultValue Policy policy,
-                             @DefaultValue Events events) {
+                             @DefaultValue Events events, String adminKey, @DefaultValue Limits limits) {
     public static final Set<String> POLICIES = Set.of("merge", "enqueue", "reject");
 
     public IngestSettings {
@@ -30,6 +32,21 @@ public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTex
         public Policy {
             if (!POLICIES.contains(defaultPolicy)) {
                 throw new IllegalStateException("settle.policy.default must be one of " + POLICIES);
+            }
+        }
+    }
+
+    /**
+     * @param maxUnanswered        a session with this many unanswered messages refuses the next one (429)
+     * @param unansweredRetryAfter the Retry-After of that refusal
+     * @param rate                 requests per second per tenant and ingest instance; 0 = unlimited
+     * @param burst                requests a tenant may save up
+     */
+    public record Limits(@DefaultValue("100") int maxUnanswered, @DefaultValue("5s") Duration unansweredRetryAfter,
+                         @DefaultValue("100") double rate, @DefaultValue("200") int burst) {
+        public Limits {
+            if (maxUnanswered < 1 || rate < 0 || burst < 1) {
+                throw new IllegalStateException("settle.limits: max-unanswered and burst must be at least 1, rate at least 0");
             }
         }
     }

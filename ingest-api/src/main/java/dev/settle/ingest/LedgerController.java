@@ -3,6 +3,7 @@ package dev.settle.ingest;
 import dev.settle.schema.DbTime;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -26,7 +27,7 @@ public class LedgerController {
     }
 
     @GetMapping("/v1/ledger/entries")
-    public Map<String, Object> entries(@RequestParam(required = false) String sessionId) {
+    public Map<String, Object> entries(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @RequestParam(required = false) String sessionId) {
         if (sessionId == null) {
             throw ApiProblem.badRequest("missing-session-id", "the query parameter sessionId is required");
         }
@@ -41,7 +42,7 @@ public class LedgerController {
             e.put("note", rs.getString("note"));
             e.put("createdAt", DbTime.instant(rs, "created_at").toString());
             return e;
-        }, MessageAcceptance.TENANT, sessionId);
+        }, tenant, sessionId);
         return Map.of("entries", entries);
     }
 }

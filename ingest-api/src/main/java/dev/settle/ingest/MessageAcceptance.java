@@ -28,7 +28,9 @@ import java.util.UUID;
  *   <li>Create the session or bump its version ({@link #UPSERT_SESSION}); the row lock serialises every writer
  *       of this session until commit.</li>
  *   <li>Read back the version and the database time of this message ({@link #READ_SESSION}).</li>
- *   <li>Under policy {@code reject}, refuse (409) while the session is generating, has a timer armed or has
+ *   <li>More than {@code max-unanswered} messages unanswered with this one → 429 with Retry-After, rolled
+ *       back like any refusal; exact, because the session row is locked since step 2.</li>
+ *   <li>Under policy {@code reject} (the session's, else its tenant's, else the deployment's), refuse (409) while the session is generating, has a timer armed or has
  *       unanswered messages: the transaction rolls back and nothing is stored.</li>
  *   <li>Insert the message ({@link #INSERT_MESSAGE}); the unique index on (session, idempotency key) stops a
  *       concurrent replay: the transaction rolls back (the version bump with it) and step 1 answers.</li>
@@ -37,8 +39,6 @@ import java.util.UUID;
  */
 @Component
 public class MessageAcceptance {
-    static final String TENANT = "default";
-
     static final String FIND_BY_KEY = """
             SELECT m.message_uid, m.version, m.body_sha256
               FROM chat_message m JOIN chat_session s ON s.id = m.session_id
@@ -53,7 +53,10 @@ public class MessageAcceptance {
                 last_message_at = UTC_TIMESTAMP(6)""";
 
     static final String READ_SESSION = """
-            SELECT id, version, oldest_unanswered_at, last_message_at, COALESCE(policy, ?) AS policy,
+            SELECT id, version, oldest_unanswered_at, last_message_at,
+                   COALESCE(policy, (SELECT t.default_policy FROM tenant t WHERE t.id = chat_session.tenant_id), ?)
+                       AS policy,
+                   version - replied_version AS unanswered,
                    (lease_token IS NOT NULL AND lease_expires_at > UTC_TIMESTAMP(6)) AS generating,
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = chat_session.id) AS armed,
                    (version - 1 > replied_version AND version - 1 > failed_version) AS pending
@@ -71,11 +74,13 @@ public class MessageAcceptance {
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
     private final String defaultPolicy;
+    private final IngestSettings.Limits limits;
 
     public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings) {
         this.jdbc = jdbc;
         this.tx = tx;
         this.defaultPolicy = settings.policy().defaultPolicy();
+        this.limits = settings.limits();
     }
 
     /**
@@ -84,11 +89,11 @@ public class MessageAcceptance {
      * failed commit) the message is looked up by that id — committed means accepted, absent means the
      * transaction rolled back and is tried again, up to {@link #ATTEMPTS} times.
      */
-    public Accepted accept(MessageRequest request) {
+    public Accepted accept(String tenant, MessageRequest request) {
         String messageId = "msg_" + UUID.randomUUID();
         for (int attempt = 1; ; attempt++) {
             try {
-                return acceptOnce(request, messageId);
+                return acceptOnce(tenant, request, messageId);
             } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
                      | DataAccessResourceFailureException unknownOutcome) {
                 Accepted committed = committed(messageId, request.sessionId());
@@ -115,17 +120,17 @@ public class MessageAcceptance {
         return rows.isEmpty() ? null : rows.getFirst();
     }
 
-    private Accepted acceptOnce(MessageRequest request, String messageId) {
+    private Accepted acceptOnce(String tenant, MessageRequest request, String messageId) {
         if (request.idempotencyKey() != null) {
-            Accepted replay = replay(request);
+            Accepted replay = replay(tenant, request);
             if (replay != null) {
                 return replay;
             }
         }
         try {
-            return tx.execute(status -> insert(request, messageId));
+            return tx.execute(status -> insert(tenant, request, messageId));
         } catch (DuplicateKeyException raced) {
-            Accepted replay = replay(request);
+            Accepted replay = replay(tenant, request);
             if (replay == null) {
                 throw raced;
             }
@@ -133,15 +138,22 @@ public class MessageAcceptance {
         }
     }
 
-    private Accepted insert(MessageRequest request, String messageId) {
-        jdbc.update(UPSERT_SESSION, TENANT, request.sessionId());
-        record Row(long id, long version, Instant oldest, Instant now, boolean busy) {
+    private Accepted insert(String tenant, MessageRequest request, String messageId) {
+        jdbc.update(UPSERT_SESSION, tenant, request.sessionId());
+        record Row(long id, long version, Instant oldest, Instant now, boolean busy, long unanswered) {
         }
         Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"),
                 DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at"),
                 "reject".equals(rs.getString("policy"))
-                        && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending"))),
-                defaultPolicy, TENANT, request.sessionId());
+                        && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
+                rs.getLong("unanswered")),
+                defaultPolicy, tenant, request.sessionId());
+        if (row.unanswered() > limits.maxUnanswered()) {
+            // the version bump rolls back with the refusal
+            throw new ApiProblem(HttpStatus.TOO_MANY_REQUESTS, "too-many-unanswered",
+                    "this session has " + limits.maxUnanswered() + " unanswered messages; retry when it has answered",
+                    Math.max(1, limits.unansweredRetryAfter().toSeconds()));
+        }
         if (row.busy()) {
             // policy reject (QingLedger's behaviour): nothing is stored, the version bump rolls back
             throw new ApiProblem(HttpStatus.CONFLICT, "session-busy",
@@ -157,7 +169,7 @@ public class MessageAcceptance {
         return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
     }
 
-    private Accepted replay(MessageRequest request) {
+    private Accepted replay(String tenant, MessageRequest request) {
         List<Accepted> found = jdbc.query(FIND_BY_KEY, (rs, i) -> {
             if (!rs.getString("body_sha256").equals(request.bodySha256())) {
                 throw new ApiProblem(HttpStatus.UNPROCESSABLE_CONTENT, "idempotency-key-reused",
@@ -165,7 +177,7 @@ public class MessageAcceptance {
             }
             return new Accepted(0, request.sessionId(), rs.getString("message_uid"), rs.getLong("version"),
                     null, null, true);
-        }, TENANT, request.sessionId(), request.idempotencyKey());
+        }, tenant, request.sessionId(), request.idempotencyKey());
         return found.isEmpty() ? null : found.getFirst();
     }
 }

@@ -10,6 +10,9 @@ import tools.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -84,7 +87,23 @@ public record MessageRequest(String sessionId, String text, String idempotencyKe
         }
     }
 
+    /**
+     * Strict UTF-8 (Jackson's decoder accepts overlong forms such as C0 AF): the JDK decoder refuses overlong forms,
+     * encoded surrogates and bytes that are never valid.
+     */
+    static void checkUtf8(byte[] body) {
+        try {
+            StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(body));
+        } catch (CharacterCodingException e) {
+            throw ApiProblem.badRequest("malformed-json", "the body is not valid UTF-8");
+        }
+    }
+
     private static String parseText(byte[] body) {
+        checkUtf8(body);
         JsonNode root;
         try {
             root = JSON.readTree(body);

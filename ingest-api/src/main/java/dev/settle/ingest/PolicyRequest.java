@@ -17,6 +17,7 @@ final class PolicyRequest {
     static String read(HttpServletRequest request, IngestSettings settings) throws IOException {
         MessageRequest.checkContentType(request.getContentType());
         byte[] body = MessageRequest.readBody(request, settings.maxBodyBytes());
+        MessageRequest.checkUtf8(body);
         JsonNode root;
         try {
             root = JSON.readTree(body);

@@ -23,7 +23,11 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
 
     @ExceptionHandler(ApiProblem.class)
     ResponseEntity<ProblemDetail> apiProblem(ApiProblem e, HttpServletRequest request) {
-        return ResponseEntity.status(e.status())
+        ResponseEntity.BodyBuilder answer = ResponseEntity.status(e.status());
+        if (e.retryAfterSeconds() > 0) {
+            answer.header("Retry-After", Long.toString(e.retryAfterSeconds()));
+        }
+        return answer
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON)
                 .body(e.toProblemDetail(request.getRequestURI()));
     }

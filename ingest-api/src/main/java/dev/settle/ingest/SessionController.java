@@ -8,6 +8,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
@@ -27,10 +28,13 @@ public class SessionController {
     private final EventStream events;
     private final SessionPolicies policies;
     private final FailedTurnRetry retries;
+    private final io.micrometer.core.instrument.MeterRegistry meters;
 
     public SessionController(IngestSettings settings, MessageAcceptance acceptance,
                              AcceptedEventPublisher publisher, SessionViews views, EventStream events,
-                             SessionPolicies policies, FailedTurnRetry retries) {
+                             SessionPolicies policies, FailedTurnRetry retries,
+                             io.micrometer.core.instrument.MeterRegistry meters) {
+        this.meters = meters;
         this.retries = retries;
         this.events = events;
         this.policies = policies;
@@ -42,11 +46,12 @@ public class SessionController {
 
     /** 202 only after the message committed; the event to the debounce worker follows the commit. */
     @PostMapping(value = "/messages")
-    public ResponseEntity<Map<String, Object>> post(@PathVariable String sessionId, HttpServletRequest request)
+    public ResponseEntity<Map<String, Object>> post(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId, HttpServletRequest request)
             throws IOException {
         MessageRequest message = MessageRequest.read(sessionId, request, settings);
-        MessageAcceptance.Accepted accepted = acceptance.accept(message);
+        MessageAcceptance.Accepted accepted = acceptance.accept(tenant, message);
         if (!accepted.replay()) {
+            meters.counter("settle.messages.accepted", "tenant", tenant).increment();
             publisher.publish(accepted);
         }
         Map<String, Object> body = new LinkedHashMap<>();
@@ -57,14 +62,14 @@ public class SessionController {
     }
 
     @GetMapping
-    public Map<String, Object> session(@PathVariable String sessionId) {
-        return views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId)).body();
+    public Map<String, Object> session(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+        return views.session(tenant, MessageRequest.checkSessionId(sessionId)).body();
     }
 
     /** Messages and tool steps in order; a client that refreshes mid-turn sees what is happening. */
     @GetMapping("/messages")
-    public Map<String, Object> messages(@PathVariable String sessionId) {
-        SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+    public Map<String, Object> messages(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+        SessionViews.SessionView session = views.session(tenant, MessageRequest.checkSessionId(sessionId));
         return Map.of("messages", views.messages(session.pk()));
     }
 
@@ -73,10 +78,10 @@ public class SessionController {
      * tool.completed, turn.discarded, reply.created, turn.failed. Resume with {@code Last-Event-ID}.
      */
     @GetMapping("/events")
-    public void events(@PathVariable String sessionId,
+    public void events(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
                        @RequestHeader(value = "Last-Event-ID", required = false) String lastEventId,
                        HttpServletResponse response) throws IOException {
-        SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+        SessionViews.SessionView session = views.session(tenant, MessageRequest.checkSessionId(sessionId));
         long last = 0;
         if (lastEventId != null && !lastEventId.isBlank()) {
             try {
@@ -90,17 +95,17 @@ public class SessionController {
 
     /** Sets the session's double-texting policy (creates the session when it does not exist yet). */
     @PutMapping
-    public Map<String, Object> update(@PathVariable String sessionId, HttpServletRequest request) throws IOException {
+    public Map<String, Object> update(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId, HttpServletRequest request) throws IOException {
         String policy = PolicyRequest.read(request, settings);
-        policies.set(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId), policy);
-        return views.session(MessageAcceptance.TENANT, sessionId).body();
+        policies.set(tenant, MessageRequest.checkSessionId(sessionId), policy);
+        return views.session(tenant, sessionId).body();
     }
 
     /** Answers again a session whose last turn failed (409 when nothing failed). */
     @PostMapping("/retry")
-    public ResponseEntity<Map<String, Object>> retry(@PathVariable String sessionId) {
-        views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
-        MessageAcceptance.Accepted session = retries.retry(MessageAcceptance.TENANT, sessionId);
+    public ResponseEntity<Map<String, Object>> retry(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+        views.session(tenant, MessageRequest.checkSessionId(sessionId));
+        MessageAcceptance.Accepted session = retries.retry(tenant, sessionId);
         publisher.publish(session);
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("sessionId", sessionId);
@@ -110,8 +115,8 @@ public class SessionController {
 
     /** Every attempt to answer, with its state: RUNNING, COMMITTED, DISCARDED or FAILED. */
     @GetMapping("/turns")
-    public Map<String, Object> turns(@PathVariable String sessionId) {
-        SessionViews.SessionView session = views.session(MessageAcceptance.TENANT, MessageRequest.checkSessionId(sessionId));
+    public Map<String, Object> turns(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+        SessionViews.SessionView session = views.session(tenant, MessageRequest.checkSessionId(sessionId));
         return Map.of("turns", views.turns(session.pk()));
     }
 }

@@ -17,12 +17,12 @@ public class SessionViews {
      * on the database clock, like every lease decision.
      */
     static final String SESSION = """
-            SELECT s.id, s.external_id, s.version, s.replied_version, COALESCE(s.policy, ?) AS policy,
+            SELECT s.id, s.external_id, s.version, s.replied_version, COALESCE(s.policy, t.default_policy, ?) AS policy,
                    (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
                      WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
                    (s.lease_token IS NOT NULL AND s.lease_expires_at > UTC_TIMESTAMP(6)) AS generating,
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting
-              FROM chat_session s
+              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     /** Messages and tool steps in the order they happened; a tool step shows its live status (seed 004). */

@@ -6,6 +6,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -39,7 +40,8 @@ public class WebhookDeliveriesController {
     }
 
     @GetMapping
-    public Map<String, Object> list(@RequestParam(required = false) String status,
+    public Map<String, Object> list(@RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+                                    @RequestParam(required = false) String status,
                                     @RequestParam(required = false) String sessionId,
                                     @RequestParam(required = false) String limit,
                                     @RequestParam(required = false) String before) {
@@ -49,7 +51,7 @@ public class WebhookDeliveriesController {
         }
         int max = limit == null ? DEFAULT_LIMIT : (int) positive("limit", limit, MAX_LIMIT);
         Long cursor = before == null ? null : positive("before", before, Long.MAX_VALUE);
-        List<Map<String, Object>> page = deliveries.list(MessageAcceptance.TENANT, wanted, sessionId, cursor, max);
+        List<Map<String, Object>> page = deliveries.list(tenant, wanted, sessionId, cursor, max);
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("deliveries", page);
         body.put("nextBefore", page.size() == max ? page.getLast().get("id") : null);
@@ -57,11 +59,11 @@ public class WebhookDeliveriesController {
     }
 
     @PostMapping("/{id}/retry")
-    public ResponseEntity<Map<String, Object>> retry(@PathVariable String id) {
+    public ResponseEntity<Map<String, Object>> retry(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String id) {
         long deliveryId = deliveryId(id);
-        return switch (replay.retry(MessageAcceptance.TENANT, deliveryId)) {
+        return switch (replay.retry(tenant, deliveryId)) {
             case REQUEUED -> ResponseEntity.status(HttpStatus.ACCEPTED)
-                    .body(deliveries.one(MessageAcceptance.TENANT, deliveryId));
+                    .body(deliveries.one(tenant, deliveryId));
             case NOT_FOUND -> throw ApiProblem.notFound("no webhook delivery " + deliveryId);
             case PENDING -> throw ApiProblem.conflict("delivery-not-failed",
                     "webhook delivery " + deliveryId + " is pending: only failed deliveries can be retried");

@@ -16,6 +16,7 @@ import java.util.Map;
 /** The ingest API started for real on a fresh database of the shared MariaDB and the shared broker. */
 final class IngestApp implements AutoCloseable {
     static final String KEY = "test-key";
+    static final String ADMIN_KEY = "test-admin-key";
     final ConfigurableApplicationContext context;
     final String base;
     final JdbcTemplate jdbc;
@@ -25,14 +26,21 @@ final class IngestApp implements AutoCloseable {
         this(hint, Map.of());
     }
 
+    /** @param extra further properties, e.g. limits */
     IngestApp(String hint, Map<String, Object> extra) {
+        this(SharedInfra.newDatabase(hint), SharedInfra.kafkaBootstrap(), extra);
+    }
+
+    /** On any database and broker (compatibility runs). */
+    IngestApp(String jdbcUrl, String kafkaBootstrap, Map<String, Object> extra) {
         context = new SpringApplicationBuilder(IngestApiApplication.class)
                 .properties(IngestApiApplication.defaultProperties())
                 .properties(Map.of(
                         "server.port", "0",
                         "settle.api-key", KEY,
-                        "spring.datasource.url", SharedInfra.newDatabase(hint),
-                        "spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap()))
+                        "settle.admin-key", ADMIN_KEY,
+                        "spring.datasource.url", jdbcUrl,
+                        "spring.kafka.bootstrap-servers", kafkaBootstrap))
                 .properties(extra)
                 .run();
         int port = ((WebServerApplicationContext) context).getWebServer().getPort();
@@ -61,7 +69,24 @@ final class IngestApp implements AutoCloseable {
     }
 
     HttpResponse<String> get(String path) {
-        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + KEY).GET().build());
+        return get(path, KEY);
+    }
+
+    HttpResponse<String> get(String path, String key) {
+        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + key).GET().build());
+    }
+
+    /** A JSON request with any method and bearer key (null body = none). */
+    HttpResponse<String> call(String method, String path, String key, String json) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
+                .method(method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
+        if (json != null) {
+            b.header("Content-Type", "application/json");
+        }
+        if (key != null) {
+            b.header("Authorization", "Bearer " + key);
+        }
+        return send(b.build());
     }
 
     HttpResponse<String> send(HttpRequest request) {
@@ -75,7 +100,7 @@ final class IngestApp implements AutoCloseable {
     /** Rows of every Settle table, to prove that a refused request changed nothing. */
     String fingerprint() {
         StringBuilder sb = new StringBuilder();
-        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry"}) {
+        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry", "session_event", "tenant", "api_key", "webhook_attempt", "webhook_endpoint"}) {
             sb.append(table).append('=').append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1")).append('\n');
         }
         return sb.toString();

@@ -1,5 +1,6 @@
 package dev.settle.e2e;
 
+import dev.settle.ingest.ApiKeyFilter;
 import dev.settle.ingest.MessageAcceptance;
 import dev.settle.ingest.MessageRequest;
 import dev.settle.testsupport.ModelDouble;
@@ -135,7 +136,7 @@ class SpineTest {
         String s = SettleSystem.newSessionId();
         // committed exactly as the API does, but no MessageAccepted is ever published
         MessageAcceptance acceptance = settle.ingest.getBean(MessageAcceptance.class);
-        acceptance.accept(new MessageRequest(s, "lost event " + s, null, "x"));
+        acceptance.accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, "lost event " + s, null, "x"));
         await("the sweeper answered", LONG, () -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());

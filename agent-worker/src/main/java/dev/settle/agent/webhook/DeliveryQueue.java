@@ -65,8 +65,9 @@ public class DeliveryQueue {
     static final String READ = """
             SELECT d.webhook_id, d.session_id, d.payload, d.attempts, d.attempts_before_replay, d.endpoint_url,
                    d.replayed_at IS NOT NULL AS operator_round, e.disabled_at, e.disabled_reason,
-                   UNIX_TIMESTAMP() AS now_epoch
+                   t.webhook_secrets, UNIX_TIMESTAMP() AS now_epoch
               FROM webhook_delivery d LEFT JOIN webhook_endpoint e ON e.url = d.endpoint_url
+                   JOIN chat_session s ON s.id = d.session_id LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE d.id = ? AND d.claim_token = ?""";
 
     static final String MARK_ABANDONED = """
@@ -118,10 +119,11 @@ public class DeliveryQueue {
      * @param operatorRound   this round was asked for by an operator retry: attempted even to a disabled endpoint
      * @param disabledReason  why the endpoint is disabled, or null when it is not
      * @param timestamp       the webhook-timestamp of this attempt: the database clock at the claim, epoch seconds
+     * @param secrets         the session's tenant's signing secrets; null = the deployment's SETTLE_WEBHOOK_SECRET
      */
     public record Claim(long id, String token, String webhookId, long sessionId, String payload, int attempt,
                         int attemptInRound, String endpointUrl, boolean operatorRound, Instant disabledAt,
-                        String disabledReason, long timestamp) {
+                        String disabledReason, long timestamp, String secrets) {
         public boolean endpointDisabled() {
             return disabledAt != null;
         }
@@ -159,7 +161,8 @@ public class DeliveryQueue {
                         rs.getLong("session_id"), rs.getString("payload"), rs.getInt("attempts"),
                         rs.getInt("attempts") - rs.getInt("attempts_before_replay"), rs.getString("endpoint_url"),
                         rs.getBoolean("operator_round"), DbTime.instant(rs, "disabled_at"),
-                        rs.getString("disabled_reason"), rs.getLong("now_epoch")), id, token);
+                        rs.getString("disabled_reason"), rs.getLong("now_epoch"), rs.getString("webhook_secrets")),
+                        id, token);
                 if (c.attempt() > 1) {
                     jdbc.update(MARK_ABANDONED, id, c.attempt());
                 }

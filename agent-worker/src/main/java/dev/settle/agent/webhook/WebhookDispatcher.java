@@ -58,8 +58,12 @@ public class WebhookDispatcher implements SmartLifecycle {
     private volatile ExecutorService attempts;
     private volatile Thread loop;
 
+    private final io.micrometer.core.instrument.MeterRegistry meters;
+
     public WebhookDispatcher(DeliveryQueue queue, WebhookSender sender, RetrySchedule schedule,
-                             DefaultEndpoint defaultEndpoint, AgentSettings settings) {
+                             DefaultEndpoint defaultEndpoint, AgentSettings settings,
+                             io.micrometer.core.instrument.MeterRegistry meters) {
+        this.meters = meters;
         this.queue = queue;
         this.sender = sender;
         this.schedule = schedule;
@@ -132,7 +136,7 @@ public class WebhookDispatcher implements SmartLifecycle {
                 verdict = new AttemptVerdict.Failed(null, attemptError, false);
             } else {
                 WebhookSender.Result result = sender.send(claim.endpointUrl(), claim.webhookId(), claim.timestamp(),
-                        claim.payload());
+                        claim.payload(), claim.secrets());
                 if (result.interrupted()) {
                     Thread.interrupted(); // record the hand-back before the thread ends
                 }
@@ -143,6 +147,8 @@ public class WebhookDispatcher implements SmartLifecycle {
                         Instant.now());
             }
             boolean ours = queue.finish(claim, status, latencyMicros, attemptError, verdict);
+            meters.timer("settle.webhook.attempts", "outcome", outcome(verdict, status))
+                    .record(java.time.Duration.ofNanos(latencyMicros * 1000));
             if (!ours) {
                 log.info("webhook {} attempt {}: the claim expired before its outcome was recorded; another "
                         + "dispatcher owns the delivery now", claim.webhookId(), claim.attempt());
@@ -153,6 +159,16 @@ public class WebhookDispatcher implements SmartLifecycle {
             log.warn("webhook {}: could not record attempt {} ({}); its claim expires and it is retried",
                     claim.webhookId(), claim.attempt(), e.toString());
         }
+    }
+
+    /** delivered, retry (will be tried again), failed (dead letter) or released (handed back at shutdown). */
+    private static String outcome(AttemptVerdict verdict, Integer status) {
+        return switch (verdict) {
+            case AttemptVerdict.Delivered d -> "delivered";
+            case AttemptVerdict.Retry r -> "retry";
+            case AttemptVerdict.Failed f -> "failed";
+            case AttemptVerdict.Released r -> "released";
+        };
     }
 
     private static void sleepQuietly(Duration d) {

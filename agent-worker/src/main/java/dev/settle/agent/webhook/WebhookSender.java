@@ -11,6 +11,8 @@ import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -56,7 +58,9 @@ public final class WebhookSender implements AutoCloseable {
 
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final HttpClient http;
-    private final List<Webhook> signers = new ArrayList<>();
+    private final List<Webhook> signers;
+    /** Signers of tenants' secrets, by their configured string (tenants rotate by replacing the string). */
+    private final Map<String, List<Webhook>> tenantSigners = new ConcurrentHashMap<>();
     private final EndpointGuard guard;
     private final Duration timeout;
 
@@ -70,6 +74,15 @@ public final class WebhookSender implements AutoCloseable {
                 .connectTimeout(timeout)
                 .executor(executor)
                 .build();
+        try {
+            this.signers = signers(secrets);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): " + e.getMessage(), e);
+        }
+    }
+
+    private static List<Webhook> signers(String secrets) {
+        List<Webhook> signers = new ArrayList<>();
         if (secrets != null && !secrets.isBlank()) {
             int n = 0;
             for (String secret : secrets.trim().split("\\s+")) {
@@ -77,16 +90,30 @@ public final class WebhookSender implements AutoCloseable {
                 try {
                     signers.add(new Webhook(secret));
                 } catch (RuntimeException e) {
-                    throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): secret #" + n
-                            + " is not a valid whsec_<base64> secret", e);
+                    throw new IllegalArgumentException("secret #" + n + " is not a valid whsec_<base64> secret", e);
                 }
             }
         }
+        return List.copyOf(signers);
+    }
+
+    /** Signed with the deployment's secrets. */
+    public Result send(String url, String webhookId, long timestamp, String payload) {
+        return send(url, webhookId, timestamp, payload, null);
     }
 
     /** @param timestamp the attempt's webhook-timestamp, epoch seconds (the database clock at the claim) */
-    public Result send(String url, String webhookId, long timestamp, String payload) {
+    /** @param secrets a tenant's whsec_ secrets, space separated; null = the deployment's */
+    public Result send(String url, String webhookId, long timestamp, String payload, String secrets) {
         long started = System.nanoTime();
+        List<Webhook> signers;
+        try {
+            signers = secrets == null || secrets.isBlank() ? this.signers
+                    : tenantSigners.computeIfAbsent(secrets, WebhookSender::signers);
+        } catch (IllegalArgumentException e) {
+            return Result.failed("the tenant's webhook secrets are invalid: " + e.getMessage() + "; not sent",
+                    micros(started), false);
+        }
         URI uri;
         try {
             uri = EndpointGuard.parse(url);

@@ -1,0 +1,112 @@
+package dev.settle.ingest;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.net.http.HttpResponse;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.UUID;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The ingest contract, one abstract suite run on every database the project supports (ShedLock-style: tiny
+ * subclasses per database, version and session time zone). Each subclass only says how to reach its database.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class IngestContract {
+    static final JsonMapper JSON = JsonMapper.builder().build();
+    IngestApp app;
+
+    /** Starts the ingest API on the subclass's database. */
+    abstract IngestApp start();
+
+    @BeforeAll
+    void startApp() {
+        app = start();
+    }
+
+    @AfterAll
+    void stopApp() {
+        if (app != null) {
+            app.close();
+        }
+    }
+
+    static String sid() {
+        return "c-" + UUID.randomUUID();
+    }
+
+    static JsonNode json(HttpResponse<String> r) {
+        return JSON.readTree(r.body());
+    }
+
+    /** Creates {@code database} on the server of {@code serverUrl} (a JDBC URL without a database). */
+    static void createDatabase(String serverUrl, String user, String password, String database) {
+        try (Connection c = DriverManager.getConnection(serverUrl, user, password); Statement s = c.createStatement()) {
+            s.execute("CREATE DATABASE `" + database + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci");
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot create database " + database + " on " + serverUrl, e);
+        }
+    }
+
+    @Test
+    void accepted_messages_are_durable_and_versions_count_up() {
+        String s = sid();
+        for (int i = 1; i <= 3; i++) {
+            HttpResponse<String> r = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"m" + i + "\"}");
+            assertEquals(202, r.statusCode(), r.body());
+            assertEquals(i, json(r).get("version").asLong());
+        }
+        assertEquals(3, json(app.get("/v1/sessions/" + s + "/messages")).get("messages").size());
+    }
+
+    @Test
+    void an_idempotency_key_replays_and_refuses_another_body() {
+        String s = sid();
+        HttpResponse<String> first = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"once\"}",
+                "Idempotency-Key", "k1");
+        HttpResponse<String> again = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"once\"}",
+                "Idempotency-Key", "k1");
+        assertEquals(first.body(), again.body());
+        assertEquals(422, app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"other\"}",
+                "Idempotency-Key", "k1").statusCode());
+        assertEquals(1, json(app.get("/v1/sessions/" + s)).get("version").asLong());
+    }
+
+    @Test
+    void timestamps_are_utc_on_the_database_clock_whatever_the_session_time_zone() {
+        String s = sid();
+        Instant before = Instant.now();
+        app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"when\"}");
+        Instant created = Instant.parse(json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0)
+                .get("createdAt").asString());
+        assertTrue(Duration.between(before, created).abs().compareTo(Duration.ofMinutes(1)) < 0,
+                "createdAt " + created + " is not near " + before + ": a time zone leaked into a timestamp");
+    }
+
+    @Test
+    void another_tenants_session_is_not_found_and_refusals_change_nothing() {
+        String s = sid();
+        app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"mine\"}");
+        HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+                "{\"id\":\"c" + UUID.randomUUID().toString().substring(0, 8) + "\"}");
+        assertEquals(201, created.statusCode(), created.body());
+        String other = json(created).get("apiKey").get("key").asString();
+        assertEquals(404, app.get("/v1/sessions/" + s, other).statusCode());
+        String fingerprint = app.fingerprint();
+        assertEquals(400, app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":").statusCode());
+        assertEquals(413, app.post("/v1/sessions/" + s + "/messages", "application/json",
+                "{\"text\":\"" + "x".repeat(16_001) + "\"}").statusCode());
+        assertEquals(fingerprint, app.fingerprint());
+    }
+}

@@ -1,0 +1,77 @@
+package dev.settle.ingest;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.net.http.HttpResponse;
+import java.util.Map;
+import java.util.UUID;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The limits, each a problem+json: 100 unanswered messages per session (429 + Retry-After, nothing stored), and a
+ * per-tenant request rate (429 + Retry-After) that leaves other tenants alone. The bucket here holds 150 requests
+ * and refills one every 1000 s, so the test controls exactly when it runs dry.
+ */
+class LimitsTest {
+    static final JsonMapper JSON = JsonMapper.builder().build();
+    static IngestApp app;
+
+    @BeforeAll
+    static void start() {
+        app = new IngestApp("limits", Map.of("settle.limits.rate", "0.001", "settle.limits.burst", "150",
+                "settle.limits.unanswered-retry-after", "7s"));
+    }
+
+    @AfterAll
+    static void stop() {
+        app.close();
+    }
+
+    @Test
+    void the_101st_unanswered_message_is_refused_then_the_tenant_runs_out_of_requests() {
+        String s = "full-" + UUID.randomUUID();
+        for (int i = 1; i <= 100; i++) {
+            HttpResponse<String> r = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"m" + i + "\"}");
+            assertEquals(202, r.statusCode(), r.body());
+        }
+        String before = app.fingerprint();
+        HttpResponse<String> refused = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"one too many\"}");
+        assertEquals(429, refused.statusCode(), refused.body());
+        assertEquals("7", refused.headers().firstValue("Retry-After").orElse(""));
+        assertEquals("application/problem+json", refused.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertTrue(refused.body().contains("too-many-unanswered"), refused.body());
+        assertEquals(before, app.fingerprint(), "nothing stored, the version bump rolled back");
+        assertEquals(100, JSON.readTree(app.get("/v1/sessions/" + s).body()).get("version").asLong());
+
+        // answering frees the session: one more fits again
+        app.jdbc.update("UPDATE chat_session SET replied_version = 1 WHERE external_id = ?", s);
+        assertEquals(202, app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"fits\"}").statusCode());
+
+        // another tenant has its own bucket
+        HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"other\"}");
+        String other = JSON.readTree(created.body()).get("apiKey").get("key").asString();
+
+        // 103 requests so far (100 + refused + read + fits); the default tenant's bucket of 150 runs dry
+        int ok = 0;
+        HttpResponse<String> limited = null;
+        for (int i = 0; i < 60 && limited == null; i++) {
+            HttpResponse<String> r = app.get("/v1/sessions/" + s);
+            if (r.statusCode() == 429) {
+                limited = r;
+            } else {
+                ok++;
+            }
+        }
+        assertTrue(limited != null, "the rate limit never hit");
+        assertEquals(47, ok, "exactly the rest of the burst passed");
+        assertTrue(limited.body().contains("rate-limited"), limited.body());
+        assertTrue(Long.parseLong(limited.headers().firstValue("Retry-After").orElse("0")) > 100);
+        assertEquals("application/problem+json", limited.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(404, app.get("/v1/sessions/" + s, other).statusCode(), "another tenant is not limited");
+    }
+}
