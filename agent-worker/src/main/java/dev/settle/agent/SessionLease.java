@@ -41,6 +41,19 @@ public class SessionLease {
                SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
              WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
 
+    /**
+     * Renews every lease a worker holds in one statement per 500 ({@code id} finds the rows; a token matches
+     * only its own claim). Expired leases are not revived: their holders are dead.
+     */
+    static final String RENEW_ALL = """
+            UPDATE chat_session
+               SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+             WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+
+    static final String LIVE = """
+            SELECT lease_token FROM chat_session
+             WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+
     static final String RELEASE = """
             UPDATE chat_session SET lease_token = NULL, lease_expires_at = NULL
              WHERE id = ? AND lease_token = ?""";
@@ -75,6 +88,31 @@ public class SessionLease {
         int rows = jdbc.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
         expectAtMostOne(rows, "heartbeat");
         return rows == 1;
+    }
+
+    /**
+     * Renews {@code held} through {@code via} (the heartbeat's own connection pool, so turns queueing for
+     * connections cannot starve the renewals) and returns the tokens that are still live.
+     */
+    public java.util.Set<String> renewAll(JdbcTemplate via, java.util.List<Lease> held) {
+        java.util.Set<String> live = new java.util.HashSet<>();
+        for (int from = 0; from < held.size(); from += 500) {
+            java.util.List<Lease> part = held.subList(from, Math.min(held.size(), from + 500));
+            String marks = String.join(",", java.util.Collections.nCopies(part.size(), "?"));
+            java.util.List<Object> args = new java.util.ArrayList<>();
+            part.forEach(l -> args.add(l.sessionId()));
+            part.forEach(l -> args.add(l.token()));
+            java.util.List<Object> renewArgs = new java.util.ArrayList<>();
+            renewArgs.add(micros(ttl));
+            renewArgs.addAll(args);
+            int rows = via.update(RENEW_ALL.formatted(marks, marks), renewArgs.toArray());
+            if (rows == part.size()) {
+                part.forEach(l -> live.add(l.token()));
+            } else {
+                live.addAll(via.queryForList(LIVE.formatted(marks, marks), String.class, args.toArray()));
+            }
+        }
+        return live;
     }
 
     public void release(Lease lease) {

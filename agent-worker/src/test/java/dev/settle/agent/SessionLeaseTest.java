@@ -108,6 +108,42 @@ class SessionLeaseTest {
     }
 
     @Test
+    void one_renewal_round_keeps_live_leases_and_reports_stolen_and_expired_ones_lost() throws Exception {
+        Heartbeats heartbeats = agent.bean(Heartbeats.class);
+        List<SessionLease.Lease> held = new ArrayList<>();
+        List<Heartbeats.Beat> beats = new ArrayList<>();
+        for (int i = 0; i < 600; i++) { // more than one statement's worth
+            SessionLease.Lease lease = leases.claim(agent.sessionWithMessages(1));
+            held.add(lease);
+            beats.add(heartbeats.start(lease));
+        }
+        SessionLease.Lease stolen = held.get(3);
+        SessionLease.Lease expired = held.get(550);
+        agent.jdbc.update("UPDATE chat_session SET lease_token = 'someone-else', lease_epoch = lease_epoch + 1 WHERE id = ?", stolen.sessionId());
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", expired.sessionId());
+        // the scheduled rounds (every 333 ms) run meanwhile; after 700 ms an unrenewed lease would be near expiry
+        long until = System.nanoTime() + 700_000_000L;
+        while (System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+        heartbeats.renew();
+        for (int i = 0; i < held.size(); i++) {
+            boolean shouldLive = i != 3 && i != 550;
+            assertEquals(shouldLive, beats.get(i).alive(), "lease " + i);
+        }
+        String ids = String.join(",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+        assertEquals(598, agent.count("""
+                SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
+                   AND lease_expires_at > UTC_TIMESTAMP(6) + INTERVAL 500000 MICROSECOND
+                   AND lease_token <> 'someone-else'""".formatted(ids)), "renewed to a full TTL");
+        Thread.interrupted(); // the lost beats interrupted this (their worker) thread
+        for (int i = 0; i < held.size(); i++) {
+            beats.get(i).close();
+            leases.release(held.get(i));
+        }
+    }
+
+    @Test
     void a_newer_message_supersedes_the_reply_and_nothing_is_written() {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
