@@ -241,7 +241,9 @@ class StreamingTest {
                 : ModelResponse.text("answer " + r.messages().stream().filter(m -> "user".equals(m.role())).count())
                 .chunkSize(2).chunkDelay(Duration.ofMillis(150)));
         settle.post(s, "A " + s);
-        await("generating", LONG, () -> "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        // the turn row exists only after the turn read its span, so B cannot slip into A's turn
+        await("A's turn is generating", LONG, () -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
+                && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         int status = settle.postStatus(s, "B " + s);
         await("settled", LONG, () -> {
             JsonNode session = settle.get("/v1/sessions/" + s);
