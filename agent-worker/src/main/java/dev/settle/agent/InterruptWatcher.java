@@ -2,11 +2,9 @@ package dev.settle.agent;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -26,7 +24,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * Polling keeps this independent of Kafka and of which instance accepted the message.
  */
 @Component
-public class InterruptWatcher implements SmartLifecycle {
+public class InterruptWatcher extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(InterruptWatcher.class);
     static final String CHECK = """
             SELECT s.id, s.version, COALESCE(s.policy, t.default_policy, ?) AS policy,
@@ -39,14 +37,11 @@ public class InterruptWatcher implements SmartLifecycle {
 
     private final Map<Long, Watched> inFlight = new ConcurrentHashMap<>();
     private final JdbcTemplate jdbc;
-    private final Duration poll;
     private final String defaultPolicy;
     private final long maxWaitMicros;
-    private volatile Thread loop;
-
     public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings) {
+        super("interrupt-watcher", settings.stream().interruptPoll());
         this.jdbc = jdbc;
-        this.poll = settings.stream().interruptPoll();
         this.defaultPolicy = settings.policy().defaultPolicy();
         this.maxWaitMicros = SessionLease.micros(settings.debounce().maxwait());
     }
@@ -85,33 +80,9 @@ public class InterruptWatcher implements SmartLifecycle {
     }
 
     @Override
-    public void start() {
-        loop = Thread.ofPlatform().name("interrupt-watcher").daemon().start(() -> {
-            while (!Thread.currentThread().isInterrupted()) {
-                try {
-                    Thread.sleep(poll);
-                    if (!inFlight.isEmpty()) {
-                        check();
-                    }
-                } catch (java.lang.InterruptedException e) {
-                    return;
-                } catch (RuntimeException e) {
-                    log.warn("interrupt watcher: {}", e.toString());
-                }
-            }
-        });
-    }
-
-    @Override
-    public void stop() {
-        Thread t = loop;
-        if (t != null) {
-            t.interrupt();
+    protected void tick() {
+        if (!inFlight.isEmpty()) {
+            check();
         }
-    }
-
-    @Override
-    public boolean isRunning() {
-        return loop != null && loop.isAlive();
     }
 }

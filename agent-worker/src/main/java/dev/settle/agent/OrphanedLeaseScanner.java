@@ -2,12 +2,9 @@ package dev.settle.agent;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
-import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
@@ -18,7 +15,7 @@ import java.util.concurrent.Executors;
  * expired lease and unanswered messages, and runs them (the CAS claim makes concurrent scanners safe).
  */
 @Component
-public class OrphanedLeaseScanner implements SmartLifecycle {
+public class OrphanedLeaseScanner extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(OrphanedLeaseScanner.class);
 
     static final String ORPHANS = """
@@ -30,56 +27,36 @@ public class OrphanedLeaseScanner implements SmartLifecycle {
 
     private final JdbcTemplate jdbc;
     private final TurnRunner runner;
-    private final Duration interval;
     private final ExecutorService turns = Executors.newVirtualThreadPerTaskExecutor();
     private final boolean enabled;
-    private volatile Thread loop;
 
     public OrphanedLeaseScanner(JdbcTemplate jdbc, TurnRunner runner, AgentSettings settings) {
+        super("orphaned-lease-scanner", settings.lease().ttl().dividedBy(2));
         this.jdbc = jdbc;
         this.runner = runner;
-        this.interval = settings.lease().ttl().dividedBy(2);
         this.enabled = settings.agent().orphanScan();
     }
 
     @Override
-    public void start() {
-        if (!enabled) {
-            return;
-        }
-        loop = Thread.ofPlatform().name("orphaned-lease-scanner").daemon().start(() -> {
-            while (!Thread.currentThread().isInterrupted()) {
-                try {
-                    Thread.sleep(interval);
-                    List<Long> orphans = jdbc.queryForList(ORPHANS, Long.class);
-                    for (long id : orphans) {
-                        log.info("session {}: lease expired with messages unanswered; taking over", id);
-                        turns.execute(() -> {
-                            if (!"busy".equals(runner.run(id))) {
-                                runner.meters().counter("settle.lease.takeovers").increment();
-                            }
-                        });
-                    }
-                } catch (InterruptedException e) {
-                    return;
-                } catch (RuntimeException e) {
-                    log.warn("orphaned lease scan failed: {}", e.toString());
+    protected boolean enabled() {
+        return enabled;
+    }
+
+    @Override
+    protected void tick() {
+        for (long id : jdbc.queryForList(ORPHANS, Long.class)) {
+            log.info("session {}: lease expired with messages unanswered; taking over", id);
+            turns.execute(() -> {
+                if (!"busy".equals(runner.run(id))) {
+                    runner.meters().counter("settle.lease.takeovers").increment();
                 }
-            }
-        });
+            });
+        }
     }
 
     @Override
     public void stop() {
-        Thread t = loop;
-        if (t != null) {
-            t.interrupt();
-        }
+        super.stop();
         turns.shutdownNow();
-    }
-
-    @Override
-    public boolean isRunning() {
-        return loop != null && loop.isAlive();
     }
 }

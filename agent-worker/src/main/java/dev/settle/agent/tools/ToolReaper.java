@@ -1,9 +1,9 @@
 package dev.settle.agent.tools;
 
 import dev.settle.agent.AgentSettings;
+import dev.settle.agent.PeriodicTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
 import java.time.Duration;
@@ -14,16 +14,29 @@ import java.time.Duration;
  * one transaction, so a stuck execution was never applied and is marked retryable.
  */
 @Component
-public class ToolReaper implements SmartLifecycle {
+public class ToolReaper extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(ToolReaper.class);
     private final ToolExecutions executions;
     private final Duration timeout;
-    private volatile Thread loop;
 
     public ToolReaper(ToolExecutions executions, AgentSettings settings) {
+        super("tool-reaper", every(timeout(settings)));
         this.executions = executions;
-        this.timeout = settings.agent().toolTimeout() != null ? settings.agent().toolTimeout()
+        this.timeout = timeout(settings);
+    }
+
+    private static Duration timeout(AgentSettings settings) {
+        return settings.agent().toolTimeout() != null ? settings.agent().toolTimeout()
                 : settings.lease().ttl().multipliedBy(2);
+    }
+
+    private static Duration every(Duration timeout) {
+        return timeout.dividedBy(4).isZero() ? Duration.ofMillis(100) : timeout.dividedBy(4);
+    }
+
+    @Override
+    protected void tick() {
+        reap();
     }
 
     /** @return how many executions were marked FAILED */
@@ -33,35 +46,5 @@ public class ToolReaper implements SmartLifecycle {
             log.warn("{} tool executions stuck longer than {} marked FAILED", reaped, timeout);
         }
         return reaped;
-    }
-
-    @Override
-    public void start() {
-        Duration every = timeout.dividedBy(4).isZero() ? Duration.ofMillis(100) : timeout.dividedBy(4);
-        loop = Thread.ofPlatform().name("tool-reaper").daemon().start(() -> {
-            while (!Thread.currentThread().isInterrupted()) {
-                try {
-                    Thread.sleep(every);
-                    reap();
-                } catch (InterruptedException e) {
-                    return;
-                } catch (RuntimeException e) {
-                    log.warn("tool reaper: {}", e.toString());
-                }
-            }
-        });
-    }
-
-    @Override
-    public void stop() {
-        Thread t = loop;
-        if (t != null) {
-            t.interrupt();
-        }
-    }
-
-    @Override
-    public boolean isRunning() {
-        return loop != null && loop.isAlive();
     }
 }
