@@ -45,6 +45,9 @@ public class Heartbeats implements DisposableBean {
         this.pool.setPoolName("lease-heartbeats");
         this.pool.setMaximumPoolSize(2);
         this.pool.setMinimumIdle(1);
+        // one renewal statement locks many session rows: under REPEATABLE READ a scan would also keep the rows
+        // it only looked at, and the gaps between them, locked until the end of the statement
+        this.pool.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
         this.jdbc = new JdbcTemplate(pool);
         long ms = Math.max(10, settings.lease().heartbeat().toMillis());
         scheduler.scheduleWithFixedDelay(this::renew, ms, ms, TimeUnit.MILLISECONDS);

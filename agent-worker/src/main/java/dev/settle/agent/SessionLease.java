@@ -54,6 +54,16 @@ public class SessionLease {
             SELECT lease_token FROM chat_session
              WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)""";
 
+    /**
+     * Lock order: a transaction that writes under a lease locks the session row exclusively <em>first</em>.
+     * A statement that joins chat_session takes a shared lock on the row; upgrading it later in the same
+     * transaction (an event append bumps event_seq) deadlocks with any renewal queued on that row, and InnoDB
+     * may pick the turn as the victim. Found by CI: {@code Turns.begin} against {@link #RENEW_ALL}.
+     */
+    static final String LOCK_HELD = """
+            SELECT id FROM chat_session
+             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6) FOR UPDATE""";
+
     static final String RELEASE = """
             UPDATE chat_session SET lease_token = NULL, lease_expires_at = NULL
              WHERE id = ? AND lease_token = ?""";
@@ -81,6 +91,16 @@ public class SessionLease {
         expectOne(rows, "claim");
         Long epoch = jdbc.queryForObject(EPOCH, Long.class, sessionId, token);
         return new Lease(sessionId, token, epoch);
+    }
+
+    /**
+     * Inside the caller's transaction: locks the session row exclusively while {@code lease} is live
+     * ({@link #LOCK_HELD}); until commit no renewal, takeover or message can interleave.
+     *
+     * @return false when the lease is lost (nothing locked)
+     */
+    public boolean lockHeld(Lease lease) {
+        return !jdbc.queryForList(LOCK_HELD, Long.class, lease.sessionId(), lease.token()).isEmpty();
     }
 
     /** @return false when the lease is lost: the holder must stop and write nothing more */

@@ -18,7 +18,8 @@ import java.util.Map;
  * The turn state machine, one row per attempt to answer a span of versions:
  * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every transition is one UPDATE guarded by the session's
  * current lease token, so only the live holder moves a turn; COMMITTED is written by {@link ReplyCommit}
- * inside the commit transaction.
+ * inside the commit transaction. Transactions that also append events lock the session row first
+ * ({@link SessionLease#lockHeld}).
  */
 @Component
 public class Turns {
@@ -53,9 +54,11 @@ public class Turns {
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
+    private final SessionLease leases;
 
-    public Turns(JdbcTemplate jdbc, PlatformTransactionManager txManager) {
+    public Turns(JdbcTemplate jdbc, PlatformTransactionManager txManager, SessionLease leases) {
         this.jdbc = jdbc;
+        this.leases = leases;
         this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
@@ -63,6 +66,9 @@ public class Turns {
     /** Opens a RUNNING turn and announces it (turn.started); null when the lease is gone. */
     public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion) {
         return tx.execute(status -> {
+            if (!leases.lockHeld(lease)) {
+                return null;
+            }
             long turnId = insert(lease, fromVersion, toVersion);
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("turnId", turnId);
@@ -101,6 +107,9 @@ public class Turns {
     /** DISCARDED, with its reason and the tokens it spent, announced as turn.discarded. */
     public boolean discard(SessionLease.Lease lease, long turnId, String reason, AgentLoop.Usage usage) {
         return Boolean.TRUE.equals(tx.execute(status -> {
+            if (!leases.lockHeld(lease)) {
+                return false;
+            }
             if (!usage.complete) {
                 jdbc.update(ESTIMATE_USAGE, usage.promptChars / 4, usage.streamedChars.get() / 4, turnId, lease.token());
             }

@@ -87,7 +87,7 @@ public class MessageAcceptance {
      * Accepts once, even when the database connection dies under it (found by the chaos run): the message id
      * is chosen before the transaction, so after a failure whose outcome is unknown (a lost connection, a
      * failed commit) the message is looked up by that id — committed means accepted, absent means the
-     * transaction rolled back and is tried again, up to {@link #ATTEMPTS} times.
+     * transaction rolled back and is tried again (after a short random pause), up to {@link #ATTEMPTS} times.
      */
     public Accepted accept(String tenant, MessageRequest request) {
         String messageId = "msg_" + UUID.randomUUID();
@@ -103,11 +103,25 @@ public class MessageAcceptance {
                 if (attempt >= ATTEMPTS) {
                     throw unknownOutcome;
                 }
+                backOff(attempt);
             }
         }
     }
 
-    static final int ATTEMPTS = 3;
+    static final int ATTEMPTS = 5;
+
+    /**
+     * A deadlock victim that retries at once meets the same partners again (CI saw three immediate retries all
+     * lose): wait a random 5–25 ms, doubling per attempt, so the contenders spread out.
+     */
+    private static void backOff(int attempt) {
+        long bound = 20L << Math.min(attempt - 1, 4);
+        try {
+            Thread.sleep(5 + java.util.concurrent.ThreadLocalRandom.current().nextLong(bound));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 
     static final String BY_UID = """
             SELECT s.id, m.version, m.created_at, s.oldest_unanswered_at

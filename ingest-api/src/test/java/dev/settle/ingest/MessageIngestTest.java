@@ -99,6 +99,40 @@ class MessageIngestTest {
         }
     }
 
+    /**
+     * Found by CI: several devices posting the first messages of a new session at once may deadlock inside
+     * InnoDB (the upsert of a row that does not exist yet takes gap locks). Each of them must still be
+     * accepted, with versions 1..n, and never answered 503.
+     */
+    @Test
+    void distinct_messages_posted_concurrently_to_new_sessions_are_all_accepted_with_versions_1_to_n() throws Exception {
+        int devices = 6;
+        for (int round = 0; round < 20; round++) {
+            String s = sid();
+            CyclicBarrier barrier = new CyclicBarrier(devices);
+            List<Future<HttpResponse<String>>> futures = new ArrayList<>();
+            try (ExecutorService pool = Executors.newFixedThreadPool(devices)) {
+                for (int i = 0; i < devices; i++) {
+                    int device = i;
+                    futures.add(pool.submit(() -> {
+                        barrier.await();
+                        return app.post("/v1/sessions/" + s + "/messages", "application/json",
+                                "{\"text\":\"device " + device + "\"}");
+                    }));
+                }
+            }
+            Set<Long> versions = new HashSet<>();
+            for (Future<HttpResponse<String>> f : futures) {
+                assertEquals(202, f.get().statusCode(), f.get().body());
+                versions.add(json(f.get()).get("version").asLong());
+            }
+            assertEquals(Set.of(1L, 2L, 3L, 4L, 5L, 6L), versions, "round " + round);
+            assertEquals(devices, app.jdbc.queryForObject(
+                    "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
+                    Integer.class, s));
+        }
+    }
+
     @Test
     void state_is_waiting_while_a_timer_is_armed_and_unknown_session_is_404() {
         String s = sid();

@@ -1,0 +1,123 @@
+package dev.settle.agent;
+
+import dev.settle.testsupport.EmbeddedMariaDb;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Found by CI: a turn's transaction took a shared lock on its session row (an UPDATE joining chat_session) and
+ * then wanted it exclusively (the event append bumps event_seq). A renewal queued on the row in between made
+ * InnoDB kill one of them, and ingest's upsert, queued the same way, was killed three times in a row and
+ * answered 503. {@link SessionLease#lockHeld} takes the exclusive lock first.
+ *
+ * <p>Staged exactly: a third transaction holds the row, the turn's transaction queues, the renewal queues
+ * behind it, the row is released; both must succeed, in every round, for the two transactions that joined
+ * (opening a turn while a dead holder's turn is still RUNNING, and discarding a turn). On MariaDB 10.11 (the
+ * local server, when it answers) the old order deadlocks in every round; the embedded 11.4 grants the
+ * upgrade, so there the test guards against regressions in the other direction only.
+ */
+class LockOrderTest {
+
+    @ParameterizedTest
+    @ValueSource(strings = {"embedded", "local-10.11"})
+    void turn_transactions_never_deadlock_with_a_renewal_queued_on_their_session_row(String server) throws Exception {
+        try (TestAgent agent = new TestAgent("lockorder", database(server))) {
+            SessionLease leases = agent.bean(SessionLease.class);
+            Turns turns = agent.bean(Turns.class);
+            for (int round = 0; round < 4; round++) {
+                long session = agent.sessionWithMessages(1);
+                agent.jdbc.update("""
+                        INSERT INTO chat_turn (session_id, lease_token, lease_epoch, from_version, to_version, state, started_at)
+                        VALUES (?, 'dead-holder', 0, 1, 1, 'RUNNING', UTC_TIMESTAMP(6))""", session);
+                SessionLease.Lease lease = leases.claim(session);
+                stretch(agent, session);
+
+                Long turnId = raceWithRenewal(agent, leases, lease, () -> turns.begin(lease, 1, 1));
+                assertNotNull(turnId, "round " + round + ": the turn opened");
+                assertEquals(1, agent.count("SELECT COUNT(*) FROM chat_turn WHERE session_id = ? AND state = 'FAILED'", session),
+                        "the dead holder's turn was closed");
+
+                stretch(agent, session);
+                Boolean discarded = raceWithRenewal(agent, leases, lease,
+                        () -> turns.discard(lease, turnId, "superseded", new AgentLoop.Usage()));
+                assertTrue(discarded, "round " + round + ": the turn was discarded");
+                assertEquals(List.of("FAILED", "DISCARDED"), agent.jdbc.queryForList(
+                        "SELECT state FROM chat_turn WHERE session_id = ? ORDER BY id", String.class, session));
+                leases.release(lease);
+            }
+        }
+    }
+
+    /** A long lease: the staging must not race the TTL on a loaded machine. */
+    private static void stretch(TestAgent agent, long session) {
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id = ?", session);
+    }
+
+    /** Runs {@code action} queued behind a third transaction on the lease's row, with a renewal queued behind it. */
+    private static <T> T raceWithRenewal(TestAgent agent, SessionLease leases, SessionLease.Lease lease, Callable<T> action)
+            throws Exception {
+        try (Connection blocker = agent.jdbc.getDataSource().getConnection();
+             ExecutorService pool = Executors.newFixedThreadPool(2)) {
+            blocker.setAutoCommit(false);
+            try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                st.setLong(1, lease.sessionId());
+                st.executeQuery().close();
+            }
+            Future<T> first = pool.submit(action);
+            awaitLockWaits(agent, 1);
+            Future<Set<String>> renewal = pool.submit(() -> leases.renewAll(agent.jdbc, List.of(lease)));
+            awaitLockWaits(agent, 2);
+            blocker.commit();
+            T result = first.get();
+            assertEquals(Set.of(lease.token()), renewal.get(), "the lease was renewed");
+            return result;
+        }
+    }
+
+    private static void awaitLockWaits(TestAgent agent, int n) throws InterruptedException {
+        long until = System.nanoTime() + 30_000_000_000L;
+        while (agent.count("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'") < n) {
+            if (System.nanoTime() > until) {
+                throw new AssertionError("fewer than " + n + " transactions waiting for a lock: "
+                        + agent.jdbc.queryForList("SELECT * FROM information_schema.INNODB_TRX"));
+            }
+            Thread.sleep(200); // INNODB_TRX is a cache, refreshed only after 100 ms without reads
+        }
+    }
+
+    private static Map<String, Object> database(String server) throws Exception {
+        if (server.equals("embedded")) {
+            return Map.of();
+        }
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress("127.0.0.1", 3306), 500);
+        } catch (Exception e) {
+            String reason = "LockOrderTest on MariaDB 10.11 skipped: no database answers at 127.0.0.1:3306 (" + e + ")";
+            System.out.println(reason);
+            Assumptions.abort(reason);
+        }
+        String database = "settle_lockorder_" + Long.toString(System.nanoTime(), 36);
+        try (Connection c = DriverManager.getConnection(EmbeddedMariaDb.jdbcUrl("127.0.0.1", 3306, ""), "root", "")) {
+            c.createStatement().execute("CREATE DATABASE " + database);
+        }
+        return Map.of("spring.datasource.url", EmbeddedMariaDb.jdbcUrl("127.0.0.1", 3306, database),
+                "spring.datasource.username", "root", "spring.datasource.password", "");
+    }
+}
