@@ -22,7 +22,8 @@ public class AgentWorkerApplication {
     public static Map<String, Object> defaultProperties() {
         Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
         p.put("spring.application.name", "agent-worker");
-        p.put("spring.main.web-application-type", "none");
+        // serves only the actuator (health probes, Prometheus); SERVER_PORT moves it
+        p.put("server.port", "8082");
         p.put("spring.threads.virtual.enabled", "true");
         p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
         p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true");

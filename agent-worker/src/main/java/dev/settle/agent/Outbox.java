@@ -2,6 +2,8 @@ package dev.settle.agent;
 
 import dev.settle.agent.webhook.DefaultEndpoint;
 import dev.settle.agent.webhook.RetrySchedule;
+import dev.settle.agent.webhook.OutboxWritten;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import tools.jackson.databind.json.JsonMapper;
@@ -37,11 +39,13 @@ public class Outbox {
     private final JdbcTemplate jdbc;
     private final DefaultEndpoint endpoint;
     private final RetrySchedule schedule;
+    private final ApplicationEventPublisher events;
 
-    public Outbox(JdbcTemplate jdbc, DefaultEndpoint endpoint, RetrySchedule schedule) {
+    public Outbox(JdbcTemplate jdbc, DefaultEndpoint endpoint, RetrySchedule schedule, ApplicationEventPublisher events) {
         this.jdbc = jdbc;
         this.endpoint = endpoint;
         this.schedule = schedule;
+        this.events = events;
     }
 
     public void replyCreated(long sessionId, String replyId, String text, Conversation.Snapshot turn) {
@@ -81,5 +85,6 @@ public class Outbox {
         jdbc.update(INSERT, "wh_" + id, sessionId, type,
                 target.url() != null ? target.url() : endpoint.url(), JSON.writeValueAsString(envelope),
                 schedule.first().toNanos() / 1000);
+        events.publishEvent(new OutboxWritten(sessionId)); // wakes this instance's dispatcher after the commit
     }
 }

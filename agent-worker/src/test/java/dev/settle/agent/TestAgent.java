@@ -18,6 +18,7 @@ public final class TestAgent implements AutoCloseable {
         Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
         props.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
+        props.put("server.port", "0"); // the actuator; several workers share this JVM
         props.put("spring.kafka.consumer.group-id", "agent-test-" + UUID.randomUUID());
         // this context must not react to other tests' events: listen to a topic nobody writes
         props.put("spring.kafka.listener.auto-startup", "false");

@@ -21,6 +21,7 @@ public final class AgentProcess {
 
     public static void main(String[] args) throws Exception {
         Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
+        props.put("server.port", "0");
         for (String a : args) {
             int eq = a.indexOf('=');
             props.put(a.substring(0, eq), a.substring(eq + 1));

@@ -55,6 +55,7 @@ final class Infra implements AutoCloseable {
             shared.put("spring.datasource.url", jdbcUrl);
             shared.put("spring.kafka.bootstrap-servers", kafka.bootstrapServers());
             shared.put("settle.api-key", API_KEY);
+            shared.put("server.port", "0"); // every application serves HTTP (the workers their actuator)
             shared.put("settle.webhook.allowprivate", "true");
             shared.put("settle.webhook.secret", WEBHOOK_SECRET);
             // one log line per turn and per request is not what is measured here; warnings still show

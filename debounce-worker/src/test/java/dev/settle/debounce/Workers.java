@@ -18,6 +18,7 @@ final class Workers {
         p.put("spring.datasource.url", jdbcUrl);
         p.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
         p.put("spring.kafka.consumer.group-id", group);
+        p.put("server.port", "0"); // the actuator; several workers share this JVM
         p.put("settle.debounce.window", "600ms");
         p.put("settle.debounce.maxwait", "1500ms");
         // The scheduled sweep would wake every unanswered test session again; tests that want it turn it on.

@@ -29,6 +29,8 @@ public final class Quickstart {
         Path dataDir = Path.of(env.getOrDefault("SETTLE_DATADIR", "./.settle-data")).toAbsolutePath().normalize();
         String apiKey = env.getOrDefault("SETTLE_API_KEY", "dev-key");
         String port = env.getOrDefault("SERVER_PORT", "8080");
+        String debouncePort = env.getOrDefault("SETTLE_DEBOUNCE_PORT", "8081");
+        String agentPort = env.getOrDefault("SETTLE_AGENT_PORT", "8082");
 
         // Stopped in reverse order by one hook; the infrastructure's own hooks are not registered (see
         // EmbeddedMariaDb, EmbeddedKafka) and Boot's would stop logging halfway through the shutdown.
@@ -38,8 +40,6 @@ public final class Quickstart {
             shared.put("settle.api-key", apiKey);
             shared.put("settle.webhook.allowprivate", "true");
             shared.put("logging.register-shutdown-hook", "false");
-            // MySQL's driver asks MariaDB for a keyword list it does not have: a harmless stack trace per app
-            shared.put("logging.level.liquibase.database", "WARN");
             if (env.get("SPRING_DATASOURCE_URL") == null) {
                 log("starting MariaDB (embedded) with data in " + dataDir.resolve("mariadb"));
                 EmbeddedMariaDb db = EmbeddedMariaDb.start(dataDir.resolve("mariadb"), 0);
@@ -55,14 +55,14 @@ public final class Quickstart {
             SettleLauncher settle = new SettleLauncher(shared);
             push(settle);
             settle.startIngestApi(Map.of("server.port", port));
-            settle.startDebounceWorker(Map.of());
-            settle.startAgentWorker(Map.of());
+            settle.startDebounceWorker(Map.of("server.port", debouncePort));
+            settle.startAgentWorker(Map.of("server.port", agentPort));
         } catch (RuntimeException e) {
             log("failed to start: " + e);
             e.printStackTrace();
             System.exit(1);
         }
-        System.out.println(banner("http://localhost:" + port, apiKey, env));
+        System.out.println(banner("http://localhost:" + port, apiKey, env, debouncePort, agentPort));
         Thread.currentThread().join();
     }
 
@@ -96,7 +96,8 @@ public final class Quickstart {
         }
     }
 
-    private static String banner(String url, String apiKey, Map<String, String> env) {
+    private static String banner(String url, String apiKey, Map<String, String> env, String debouncePort,
+                                 String agentPort) {
         return """
 
                 ==============================================================
@@ -114,12 +115,15 @@ public final class Quickstart {
                      -d '{"text":"and coffee 12"}'
                    sleep 3; curl -s %s/v1/sessions/demo/messages -H 'Authorization: Bearer %s'
 
+                 Health and Prometheus metrics (/actuator/health, /actuator/prometheus):
+                   ingest-api %s, debounce-worker http://localhost:%s, agent-worker http://localhost:%s
+
                  Ctrl-C stops everything.
                 ==============================================================
                 """.formatted(url, apiKey,
                 env.get("SETTLE_LLM_URL") == null ? "offline demo model (set SETTLE_LLM_URL for a real one)" : env.get("SETTLE_LLM_URL"),
                 env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"),
-                url, apiKey, url, apiKey, url, apiKey);
+                url, apiKey, url, apiKey, url, apiKey, url, debouncePort, agentPort);
     }
 
     private static void log(String message) {

@@ -38,8 +38,9 @@ public final class SettleLauncher implements AutoCloseable {
         return start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), extra);
     }
 
-    public static int port(ConfigurableApplicationContext ingest) {
-        return ((WebServerApplicationContext) ingest).getWebServer().getPort();
+    /** The HTTP port an application listens on (ingest: the API; a worker: its actuator). */
+    public static int port(ConfigurableApplicationContext application) {
+        return ((WebServerApplicationContext) application).getWebServer().getPort();
     }
 
     private synchronized ConfigurableApplicationContext start(Class<?> app, Map<String, Object> defaults,
@@ -47,10 +48,12 @@ public final class SettleLauncher implements AutoCloseable {
         Map<String, Object> props = new HashMap<>(defaults);
         props.putAll(shared);
         props.putAll(extra);
+        // Every application in this JVM serves HTTP (ingest its API, the workers their actuator): each one's port
+        // is passed as an argument, which outranks the environment, so one SERVER_PORT cannot apply to all three.
         ConfigurableApplicationContext context = new SpringApplicationBuilder(app)
                 .properties(props)
                 .registerShutdownHook(false)
-                .run();
+                .run("--server.port=" + props.get("server.port"));
         contexts.add(context);
         return context;
     }

@@ -56,6 +56,15 @@ final class ApiClient {
         return SettleSystem.JSON.readTree(r.body());
     }
 
+    /** GETs any URL (a worker's actuator, say) and returns the 200's body. */
+    String raw(String url) {
+        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(url)).GET().build());
+        if (r.statusCode() != 200) {
+            throw new AssertionError("GET " + url + " answered " + r.statusCode() + ": " + r.body());
+        }
+        return r.body();
+    }
+
     private HttpResponse<String> send(HttpRequest request) {
         try {
             return http.send(request, HttpResponse.BodyHandlers.ofString());

@@ -69,17 +69,19 @@ class DockerComposeConfigTest {
                     "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
                     "SETTLE_API_KEY", new Check(b -> b.bind("settle", IngestSettings.class).get().apiKey(), s -> s))),
             "debounce-worker", withSpring(Map.of(
+                    "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
                     "SETTLE_DEBOUNCE_WINDOW", new Check(b -> debounce(b).window(), DurationStyle::detectAndParse),
                     "SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse))),
-            "agent-worker", withSpring(Map.of(
-                    "SETTLE_DEBOUNCE_WINDOW", new Check(b -> agent(b).debounce().window(), DurationStyle::detectAndParse),
-                    "SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> agent(b).debounce().maxwait(), DurationStyle::detectAndParse),
-                    "SETTLE_LEASE_TTL", new Check(b -> agent(b).lease().ttl(), DurationStyle::detectAndParse),
-                    "SETTLE_LLM_URL", new Check(b -> agent(b).llm().url(), s -> s),
-                    "SETTLE_LLM_MODEL", new Check(b -> agent(b).llm().model(), s -> s),
-                    "SETTLE_LLM_KEY", new Check(b -> agent(b).llm().key(), s -> s),
-                    "SETTLE_WEBHOOK_URL", new Check(b -> agent(b).webhook().url(), s -> s),
-                    "SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s))));
+            "agent-worker", withSpring(Map.ofEntries(
+                    entry("SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf)),
+                    entry("SETTLE_DEBOUNCE_WINDOW", new Check(b -> agent(b).debounce().window(), DurationStyle::detectAndParse)),
+                    entry("SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> agent(b).debounce().maxwait(), DurationStyle::detectAndParse)),
+                    entry("SETTLE_LEASE_TTL", new Check(b -> agent(b).lease().ttl(), DurationStyle::detectAndParse)),
+                    entry("SETTLE_LLM_URL", new Check(b -> agent(b).llm().url(), s -> s)),
+                    entry("SETTLE_LLM_MODEL", new Check(b -> agent(b).llm().model(), s -> s)),
+                    entry("SETTLE_LLM_KEY", new Check(b -> agent(b).llm().key(), s -> s)),
+                    entry("SETTLE_WEBHOOK_URL", new Check(b -> agent(b).webhook().url(), s -> s)),
+                    entry("SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s)))));
 
     record Check(Function<Binder, Object> bound, Function<String, Object> parse) {
     }
@@ -103,6 +105,11 @@ class DockerComposeConfigTest {
             assertEquals("kafka:9092", env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"), app);
         }
         assertEquals("dev-key", environment("ingest-api", Map.of()).get("SETTLE_API_KEY"));
+        // each worker's actuator is published on the port it listens on
+        assertEquals(List.of("${SETTLE_DEBOUNCE_PORT:-8081}:8081"), services().get("debounce-worker").get("ports"));
+        assertEquals("8081", environment("debounce-worker", Map.of()).get("SERVER_PORT"));
+        assertEquals(List.of("${SETTLE_AGENT_PORT:-8082}:8082"), services().get("agent-worker").get("ports"));
+        assertEquals("8082", environment("agent-worker", Map.of()).get("SERVER_PORT"));
     }
 
     @Test

@@ -53,9 +53,13 @@ class QuickstartRestartTest {
     @Test
     void a_burst_pending_at_kill_9_is_answered_once_after_a_restart_and_sigterm_stops_everything() throws Exception {
         int port = FreePort.find();
+        int debouncePort = FreePort.find();
+        int agentPort = FreePort.find();
         Map<String, String> env = Map.of(
                 "SETTLE_DATADIR", tmp.resolve("data").toString(),
                 "SERVER_PORT", Integer.toString(port),
+                "SETTLE_DEBOUNCE_PORT", Integer.toString(debouncePort),
+                "SETTLE_AGENT_PORT", Integer.toString(agentPort),
                 "SETTLE_API_KEY", KEY,
                 "SETTLE_DEBOUNCE_WINDOW", "3s", // the kill lands well inside it
                 "SETTLE_DEBOUNCE_MAXWAIT", "30s",
@@ -69,6 +73,11 @@ class QuickstartRestartTest {
         try (QuickstartProcess first = new QuickstartProcess(env, logs.resolve("first.log"), tmp)) {
             first.awaitBanner(START);
             assertBannerShowsHowToUseIt(first.output(), port);
+            // SERVER_PORT is the API's; each worker serves its probes on its own port
+            for (int worker : new int[]{debouncePort, agentPort}) {
+                assertTrue(api.raw("http://127.0.0.1:" + worker + "/actuator/health/readiness").contains("\"UP\""),
+                        "worker on port " + worker + " is not ready");
+            }
             assertEquals(1, api.post(a, "lunch 35").get("version").asLong());
             assertEquals(2, api.post(a, "and coffee 12").get("version").asLong());
             assertEquals(1, api.post(b, "dinner 20").get("version").asLong());

@@ -58,6 +58,7 @@ public final class SettleSystem implements AutoCloseable {
         shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         shared.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
         shared.put("settle.api-key", KEY);
+        shared.put("server.port", "0"); // several instances of each application share this JVM
         shared.put("settle.debounce.window", WINDOW.toMillis() + "ms");
         shared.put("settle.debounce.maxwait", MAX_WAIT.toMillis() + "ms");
         shared.put("settle.lease.ttl", LEASE_TTL.toMillis() + "ms");

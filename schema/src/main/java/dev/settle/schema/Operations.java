@@ -31,6 +31,8 @@ public class Operations {
         p.put("management.endpoint.health.group.readiness.include", "readinessState,db,kafka");
         p.put("management.endpoint.health.group.readiness.show-details", "always");
         p.put("logging.pattern.level", "%5p [session=%X{sessionId:-} turn=%X{turnId:-}]");
+        // MySQL's driver asks MariaDB for a keyword list it does not have: Liquibase logs a harmless stack trace
+        p.put("logging.level.liquibase.database", "WARN");
         return p;
     }
 

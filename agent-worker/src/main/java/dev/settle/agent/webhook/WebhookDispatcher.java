@@ -5,6 +5,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.event.TransactionPhase;
+import org.springframework.transaction.event.TransactionalEventListener;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -16,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -26,7 +29,8 @@ import java.util.concurrent.atomic.LongAdder;
  * dispatch side by side, and a dead instance's claims expire and are taken over.
  *
  * <ol>
- *   <li>Every poll interval (at once again when a full batch started new work): list due deliveries (the first
+ *   <li>Every poll interval, at once after this instance committed a delivery row ({@link OutboxWritten}), and at
+ *       once again when a full batch started new work: list due deliveries (the first
  *       pending one per session) and start each that this instance is not already working on, in random order so
  *       that instances do not all race for the same row.</li>
  *   <li>Each attempt is claimed and sent on its own virtual thread: the loop waits neither on the database's
@@ -55,6 +59,8 @@ public class WebhookDispatcher implements SmartLifecycle {
     private final LongAdder claimed = new LongAdder();
     /** Deliveries this instance is claiming or sending, so that the next poll does not start them twice. */
     private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+    /** Released after a commit that wrote a delivery row: the loop stops waiting for its poll interval. */
+    private final Semaphore wake = new Semaphore(0);
     private volatile ExecutorService attempts;
     private volatile Thread loop;
 
@@ -94,7 +100,9 @@ public class WebhookDispatcher implements SmartLifecycle {
                     }
                 }
                 if (due.size() < BATCH || started == 0) {
-                    Thread.sleep(settings.pollInterval());
+                    if (wake.tryAcquire(settings.pollInterval().toNanos(), TimeUnit.NANOSECONDS)) {
+                        wake.drainPermits(); // one poll answers every commit so far
+                    }
                 }
             } catch (InterruptedException | RejectedExecutionException e) {
                 return;
@@ -106,6 +114,11 @@ public class WebhookDispatcher implements SmartLifecycle {
                 sleepQuietly(Duration.ofSeconds(1));
             }
         }
+    }
+
+    @TransactionalEventListener(phase = TransactionPhase.AFTER_COMMIT, fallbackExecution = true)
+    public void onOutboxWritten(OutboxWritten written) {
+        wake.release();
     }
 
     private void claimAndAttempt(long id) {

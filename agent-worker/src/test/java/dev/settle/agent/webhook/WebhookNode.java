@@ -36,6 +36,7 @@ final class WebhookNode implements AutoCloseable {
         Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
         props.put("spring.datasource.url", database);
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
+        props.put("server.port", "0"); // the actuator; several workers share this JVM
         props.put("spring.kafka.consumer.group-id", "webhook-test-" + UUID.randomUUID());
         props.put("spring.kafka.listener.auto-startup", "false");
         props.put("spring.datasource.hikari.maximum-pool-size", "30");
