@@ -106,6 +106,8 @@ final class Report {
         md.append("## 1. Ingest\n\n");
         md.append("""
                 ingest-api alone on its own database and broker; %d closed-loop HTTP clients POST to %d sessions (random).
+                The per-tenant rate limit (`SETTLE_LIMITS_RATE`, 100/s by default) is off in every scenario: it is a
+                policy, not a capacity.
                 The raw limit runs on ingest-api's own connection pool (HikariCP, 20 connections) with the same clients:
                 one transaction of one `UPDATE chat_session SET version = version + 1 …` and one `INSERT INTO
                 chat_message …` — the shapes of the accept transaction, without HTTP and Kafka. The accept transaction

@@ -31,6 +31,14 @@ public class Operations {
         p.put("management.endpoint.health.group.readiness.include", "readinessState,db,kafka");
         p.put("management.endpoint.health.group.readiness.show-details", "always");
         p.put("logging.pattern.level", "%5p [session=%X{sessionId:-} turn=%X{turnId:-}]");
+        // Connector/J: keep autocommit/isolation/read-only state on the client instead of asking or re-setting it
+        // around every transaction (the bench counted 10.4 statements per accept for 6 of its own), and cache
+        // parsed statements
+        p.put("spring.datasource.hikari.data-source-properties.useLocalSessionState", "true");
+        p.put("spring.datasource.hikari.data-source-properties.cachePrepStmts", "true");
+        p.put("spring.datasource.hikari.data-source-properties.prepStmtCacheSize", "250");
+        p.put("spring.datasource.hikari.data-source-properties.prepStmtCacheSqlLimit", "2048");
+        p.put("spring.datasource.hikari.data-source-properties.cacheServerConfiguration", "true");
         // MySQL's driver asks MariaDB for a keyword list it does not have: Liquibase logs a harmless stack trace
         p.put("logging.level.liquibase.database", "WARN");
         return p;

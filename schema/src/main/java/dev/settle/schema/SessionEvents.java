@@ -2,11 +2,13 @@ package dev.settle.schema;
 
 import org.springframework.jdbc.core.BatchPreparedStatementSetter;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import tools.jackson.databind.json.JsonMapper;
 
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
 
@@ -17,8 +19,10 @@ import java.util.Map;
  * nothing ({@link #append} returns false).
  *
  * <ol>
- *   <li>{@link #RESERVE}: {@code event_seq = LAST_INSERT_ID(event_seq + n)} (guarded by the lease when given).</li>
- *   <li>{@code SELECT LAST_INSERT_ID()} on the same connection: the last seq reserved.</li>
+ *   <li>{@link #RESERVE}: {@code event_seq = LAST_INSERT_ID(event_seq + n)} (guarded by the lease when given).
+ *       The server returns that value in the statement's OK packet, which the driver hands back as the generated
+ *       key: the last seq reserved, without another round trip ({@code SELECT LAST_INSERT_ID()} on the same
+ *       connection if a driver does not).</li>
  *   <li>Insert the n events with seqs {@code top - n + 1 .. top}.</li>
  * </ol>
  */
@@ -51,13 +55,23 @@ public final class SessionEvents {
         if (!TransactionSynchronizationManager.isActualTransactionActive()) {
             throw new IllegalStateException("session events must be appended inside a transaction");
         }
-        int rows = leaseToken == null
-                ? jdbc.update(RESERVE, events.size(), sessionId)
-                : jdbc.update(RESERVE_FENCED, events.size(), sessionId, leaseToken);
+        GeneratedKeyHolder reserved = new GeneratedKeyHolder();
+        int rows = jdbc.update(c -> {
+            PreparedStatement ps = c.prepareStatement(leaseToken == null ? RESERVE : RESERVE_FENCED,
+                    Statement.RETURN_GENERATED_KEYS);
+            ps.setInt(1, events.size());
+            ps.setLong(2, sessionId);
+            if (leaseToken != null) {
+                ps.setString(3, leaseToken);
+            }
+            return ps;
+        }, reserved);
         if (rows == 0) {
             return false;
         }
-        long top = jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
+        Number key = reserved.getKeyList().isEmpty() ? null : reserved.getKey();
+        long top = key != null && key.longValue() > 0 ? key.longValue()
+                : jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
         long first = top - events.size() + 1;
         jdbc.batchUpdate(INSERT, new BatchPreparedStatementSetter() {
             @Override
