@@ -31,14 +31,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(90);
 
     private final Path dir;
+    private final Path logDir;
     private final int port;
     private final int controllerPort;
     private final Path config;
     private final List<Path> logs = new ArrayList<>();
     private Process process;
 
-    private KafkaBrokerProcess(Path dir, int port, int controllerPort) {
+    private KafkaBrokerProcess(Path dir, Path logDir, int port, int controllerPort) {
         this.dir = dir;
+        this.logDir = logDir;
         this.port = port;
         this.controllerPort = controllerPort;
         this.config = dir.resolve("server.properties");
@@ -46,9 +48,22 @@ public final class KafkaBrokerProcess implements AutoCloseable {
 
     /** Formats a fresh log directory under {@code java.io.tmpdir}, starts the broker on free ports and waits until it answers. */
     public static KafkaBrokerProcess start() {
+        return start(null);
+    }
+
+    /**
+     * As {@link #start()}, writing the output of each broker process to a file of its own in {@code logDir}
+     * (kept after {@link #close()}); null keeps it in the broker's directory.
+     */
+    public static KafkaBrokerProcess start(Path logDir) {
         try {
             Path dir = Files.createTempDirectory("settle-kafka-");
-            KafkaBrokerProcess broker = new KafkaBrokerProcess(dir, FreePort.find(), FreePort.find());
+            if (logDir != null) {
+                Files.createDirectories(logDir);
+                logDir = Files.createTempDirectory(logDir, "kafka-broker-");
+            }
+            KafkaBrokerProcess broker = new KafkaBrokerProcess(dir, logDir == null ? dir : logDir,
+                    FreePort.find(), FreePort.find());
             broker.format();
             broker.launch();
             broker.awaitReady(READY_TIMEOUT);
@@ -68,6 +83,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                   </appender>
                   <logger name="kafka.server.BrokerServer" level="INFO"/>
                   <logger name="kafka.server.KafkaRaftServer" level="INFO"/>
+                  <logger name="kafka.server.BrokerLifecycleManager" level="INFO"/>
                   <logger name="kafka.tools.StorageTool" level="INFO"/>
                   <root level="WARN"><appender-ref ref="OUT"/></root>
                 </configuration>
@@ -124,7 +140,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     private synchronized void launch() throws IOException {
-        Path log = dir.resolve("broker-" + (logs.size() + 1) + ".log");
+        Path log = logDir.resolve("broker-" + (logs.size() + 1) + ".log");
         logs.add(log);
         process = new ProcessBuilder(command("kafka.Kafka", config.toString()))
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
