@@ -20,8 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * The promises under faults: a generated workload against 3 agent-worker instances (one in its own JVM, so
  * it can be killed and frozen for real; every instance also runs a webhook dispatcher), 2 debounce-worker
  * instances, one Kafka broker (a {@link KafkaBrokerProcess} of this test's own, in its own JVM, so it can be
- * killed and restarted on the same port) and one database, while {@link ChaosFaults} injects faults (a broker
- * restart first, then random ones); then a complete history is judged by {@link HistoryChecker}.
+ * killed and restarted on the same port) and one database, while {@link ChaosFaults} injects faults (the broker
+ * restarted 2–4 s in, then every 15–45 s); then a complete history is judged by {@link HistoryChecker}.
  *
  * <p>Short run (in the suite): {@code -Dsettle.chaos.sessions=30 -Dsettle.chaos.bursts=5} (the defaults).
  * Long run: {@code mvn -B -pl quickstart -am verify -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false
@@ -91,6 +91,7 @@ class ChaosRunTest {
             }
             List<String> violations = new ArrayList<>(checker.violations);
             violations.addAll(faults.violations);
+            violations.addAll(faults.slowPostsDuringOutages(workload.postTimes));
             assertEquals(List.of(), violations, "violations of Settle's promises");
             org.junit.jupiter.api.Assertions.assertTrue(faults.counts.containsKey(ChaosFaults.BROKER_RESTARTED),
                     "the run restarted the Kafka broker at least once");
@@ -142,10 +143,17 @@ class ChaosRunTest {
                         .append(r.probeAnsweredMillis()).append("; ").append(r.probePostMillis()).append(" |\n");
             }
         }
-        sb.append("| violations | ").append(checker.violations.size() + faults.violations.size()).append(" |\n");
+        long[] inside = faults.postLatency(w.postTimes, true);
+        long[] outside = faults.postLatency(w.postTimes, false);
+        sb.append("| POSTs while the broker was away: count / slowest answer (ms) | ").append(inside[0]).append(" / ")
+                .append(inside[1]).append(" |\n");
+        sb.append("| other POSTs: count / slowest answer (ms) | ").append(outside[0]).append(" / ").append(outside[1]).append(" |\n");
+        List<String> slow = faults.slowPostsDuringOutages(w.postTimes);
+        sb.append("| violations | ").append(checker.violations.size() + faults.violations.size() + slow.size()).append(" |\n");
         sb.append("| wall time | ").append(took.toSeconds()).append(" s |\n");
         checker.violations.stream().limit(50).forEach(v -> sb.append("\n- ").append(v));
         faults.violations.forEach(v -> sb.append("\n- ").append(v));
+        slow.stream().limit(20).forEach(v -> sb.append("\n- ").append(v));
         return sb.toString();
     }
 }

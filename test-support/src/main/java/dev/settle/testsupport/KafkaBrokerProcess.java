@@ -133,6 +133,8 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     private List<String> command(String main, String... args) {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC",
+                // C1 only: a restart on a busy machine is mostly JVM and class-loading time
+                "-XX:TieredStopAtLevel=1",
                 "-Dlogback.configurationFile=" + dir.resolve("logback.xml"),
                 "-cp", System.getProperty("java.class.path"), main));
         command.addAll(List.of(args));

@@ -39,7 +39,9 @@ class KafkaBrokerProcessTest {
 
             broker.kill();
             assertFalse(broker.alive());
+            long started = System.nanoTime();
             broker.restart();
+            System.out.println("restart after SIGKILL answered in " + (System.nanoTime() - started) / 1_000_000 + " ms");
             assertTrue(broker.alive());
             assertEquals(bootstrap, broker.bootstrapServers());
 
