@@ -30,8 +30,8 @@ import java.util.function.Supplier;
  * other faults also land while the broker is down or restarting (an agent replaced then starts without a
  * broker). Right after each kill a probe message is posted to a session of its own; the time until it is
  * answered measures how long the system took to recover ({@link #brokerRestarts}). Every POST that started
- * while the broker was away must still have answered within {@link #OUTAGE_POST_LIMIT}
- * ({@link #slowPostsDuringOutages}): the API promises its 202 at once, whatever Kafka does.
+ * while the broker was away must still have answered within {@link #OUTAGE_POST_LIMIT}, unless it overlapped
+ * an agent freeze ({@link #slowPostsDuringOutages}): the API promises its 202 at once, whatever Kafka does.
  */
 final class ChaosFaults implements AutoCloseable {
     /** A kill of an agent process: when, and which leases it held. */
@@ -56,6 +56,8 @@ final class ChaosFaults implements AutoCloseable {
     final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     final List<Kill> kills = new ArrayList<>();
     final List<BrokerRestart> brokerRestarts = new ArrayList<>();
+    /** Agent freezes: {SIGSTOP, SIGCONT} in System.nanoTime. */
+    private final List<long[]> freezes = new ArrayList<>();
     /** Broken promises seen by the injector itself (the history checker sees the rest). */
     final List<String> violations = new ArrayList<>();
     private final SettleSystem settle;
@@ -136,9 +138,13 @@ final class ChaosFaults implements AutoCloseable {
         if (victim == null || !victim.alive()) {
             return;
         }
+        long frozen = System.nanoTime();
         victim.pause();
         SettleSystem.sleep(ttl.plusMillis(1000 + random.nextInt(1000)));
         victim.resume();
+        synchronized (freezes) {
+            freezes.add(new long[] {frozen, System.nanoTime()});
+        }
         count("agent paused past the lease TTL");
     }
 
@@ -273,14 +279,23 @@ final class ChaosFaults implements AutoCloseable {
         }
     }
 
-    /** POSTs ({start nanos, duration nanos}) started while the broker was away that took over the limit. */
+    /**
+     * POSTs ({start nanos, duration nanos}) started while the broker was away that took over the limit. A POST
+     * that overlapped an agent freeze is not judged: the frozen JVM may hold the session's row lock mid-turn,
+     * which delays a POST to that session whether Kafka is up or not.
+     */
     List<String> slowPostsDuringOutages(List<long[]> posts) {
         List<String> slow = new ArrayList<>();
+        List<long[]> frozen;
+        synchronized (freezes) {
+            frozen = List.copyOf(freezes);
+        }
         synchronized (brokerRestarts) {
             for (BrokerRestart r : brokerRestarts) {
                 long from = r.killedNanos();
                 long to = from + r.answeringMillis() * 1_000_000;
                 posts.stream().filter(p -> p[0] >= from && p[0] <= to && p[1] / 1_000_000 > OUTAGE_POST_LIMIT.toMillis())
+                        .filter(p -> frozen.stream().noneMatch(f -> p[0] <= f[1] && p[0] + p[1] >= f[0]))
                         .forEach(p -> slow.add("a POST " + (p[0] - from) / 1_000_000 + " ms after the broker kill took "
                                 + p[1] / 1_000_000 + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis() + " ms)"));
             }
