@@ -44,6 +44,8 @@ class ChaosRunTest {
         extra.put("spring.datasource.hikari.maximum-pool-size", "30");
         try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(Path.of("target"));
              SettleSystem settle = new SettleSystem("chaos", true, extra, broker.bootstrapServers())) {
+            assertEquals(broker.bootstrapServers(), settle.ingest.getEnvironment().getProperty("spring.kafka.bootstrap-servers"),
+                    "the applications run on the broker this test restarts");
             settle.model.respondWith(chaosModel::answer);
             settle.startAgent();
             settle.startDebounceWorker();
