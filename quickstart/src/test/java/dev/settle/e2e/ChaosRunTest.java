@@ -1,11 +1,13 @@
 package dev.settle.e2e;
 
+import dev.settle.testsupport.KafkaBrokerProcess;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,8 +19,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 /**
  * The promises under faults: a generated workload against 3 agent-worker instances (one in its own JVM, so
  * it can be killed and frozen for real; every instance also runs a webhook dispatcher), 2 debounce-worker
- * instances, one broker and one database, while {@link ChaosFaults} injects faults; then a complete history
- * is judged by {@link HistoryChecker}.
+ * instances, one Kafka broker (a {@link KafkaBrokerProcess} of this test's own, in its own JVM, so it can be
+ * killed and restarted on the same port) and one database, while {@link ChaosFaults} injects faults (the broker
+ * restarted 2–4 s in, then every 15–45 s); then a complete history is judged by {@link HistoryChecker}.
  *
  * <p>Short run (in the suite): {@code -Dsettle.chaos.sessions=30 -Dsettle.chaos.bursts=5} (the defaults).
  * Long run: {@code mvn -B -pl quickstart -am verify -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false
@@ -39,7 +42,10 @@ class ChaosRunTest {
         extra.put("settle.webhook.schedule", "0s,200ms,500ms,1s,2s,2s,3s,3s,3s,3s,3s,3s");
         extra.put("settle.webhook.timeout", "2s");
         extra.put("spring.datasource.hikari.maximum-pool-size", "30");
-        try (SettleSystem settle = new SettleSystem("chaos", true, extra)) {
+        try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(Path.of("target"));
+             SettleSystem settle = new SettleSystem("chaos", true, extra, broker.bootstrapServers())) {
+            assertEquals(broker.bootstrapServers(), settle.ingest.getEnvironment().getProperty("spring.kafka.bootstrap-servers"),
+                    "the applications run on the broker this test restarts");
             settle.model.respondWith(chaosModel::answer);
             settle.startAgent();
             settle.startDebounceWorker();
@@ -57,7 +63,7 @@ class ChaosRunTest {
                 } catch (Exception e) {
                     throw new IllegalStateException(e);
                 }
-            }, TTL);
+            }, TTL, broker);
             try {
                 ids = workload.run(sessions, bursts, 42);
             } finally {
@@ -85,7 +91,12 @@ class ChaosRunTest {
             if (path != null) {
                 Files.writeString(Path.of(path), report);
             }
-            assertEquals(List.of(), checker.violations, "violations of Settle's promises");
+            List<String> violations = new ArrayList<>(checker.violations);
+            violations.addAll(faults.violations);
+            violations.addAll(faults.slowPostsDuringOutages(workload.postTimes));
+            assertEquals(List.of(), violations, "violations of Settle's promises");
+            org.junit.jupiter.api.Assertions.assertTrue(faults.counts.containsKey(ChaosFaults.BROKER_RESTARTED),
+                    "the run restarted the Kafka broker at least once");
             checkerCatchesBrokenHistories(settle, ids, workload, faults);
         }
     }
@@ -127,9 +138,24 @@ class ChaosRunTest {
         sb.append("| takeover p50 / p99 (ms, lease TTL ").append(TTL.toMillis()).append(") | ")
                 .append(HistoryChecker.percentile(checker.takeoverMillis, 0.5)).append(" / ")
                 .append(HistoryChecker.percentile(checker.takeoverMillis, 0.99)).append(" |\n");
-        sb.append("| violations | ").append(checker.violations.size()).append(" |\n");
+        synchronized (faults.brokerRestarts) {
+            for (ChaosFaults.BrokerRestart r : faults.brokerRestarts) {
+                sb.append("| broker restart: kept down / answering again / probe answered (ms after the kill); probe 202 (ms) | ")
+                        .append(r.downMillis()).append(" / ").append(r.answeringMillis()).append(" / ")
+                        .append(r.probeAnsweredMillis()).append("; ").append(r.probePostMillis()).append(" |\n");
+            }
+        }
+        long[] inside = faults.postLatency(w.postTimes, true);
+        long[] outside = faults.postLatency(w.postTimes, false);
+        sb.append("| POSTs while the broker was away: count / slowest answer (ms) | ").append(inside[0]).append(" / ")
+                .append(inside[1]).append(" |\n");
+        sb.append("| other POSTs: count / slowest answer (ms) | ").append(outside[0]).append(" / ").append(outside[1]).append(" |\n");
+        List<String> slow = faults.slowPostsDuringOutages(w.postTimes);
+        sb.append("| violations | ").append(checker.violations.size() + faults.violations.size() + slow.size()).append(" |\n");
         sb.append("| wall time | ").append(took.toSeconds()).append(" s |\n");
         checker.violations.stream().limit(50).forEach(v -> sb.append("\n- ").append(v));
+        faults.violations.forEach(v -> sb.append("\n- ").append(v));
+        slow.stream().limit(20).forEach(v -> sb.append("\n- ").append(v));
         return sb.toString();
     }
 }

@@ -33,6 +33,8 @@ final class ChaosWorkload {
     final AtomicInteger fastTypists = new AtomicInteger();
     /** 503 answers (database unavailable) that the client retried. */
     final AtomicInteger serverRetries = new AtomicInteger();
+    /** Every POST: {start (System.nanoTime), duration in nanos}. */
+    final List<long[]> postTimes = java.util.Collections.synchronizedList(new ArrayList<>());
     private final AtomicInteger amounts = new AtomicInteger(1000);
     private final SettleSystem settle;
     private final Duration window;
@@ -125,17 +127,26 @@ final class ChaosWorkload {
     }
 
     private void post(String s, String text, String idempotencyKey) {
-        ApiResult r = settle.postWithKey(s, text, idempotencyKey);
+        ApiResult r = timedPost(s, text, idempotencyKey);
         for (int retry = 0; r.status() == 503 && retry < 10; retry++) { // as a client should: back off, retry
             serverRetries.incrementAndGet();
             sleep(300);
-            r = settle.postWithKey(s, text, idempotencyKey);
+            r = timedPost(s, text, idempotencyKey);
         }
         if (r.status() != 202) {
             throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body());
         }
         Accepted a = new Accepted(s, r.json().get("version").asLong(), r.json().get("messageId").asString(), text);
         accepted.putIfAbsent(a.messageId(), a);
+    }
+
+    private ApiResult timedPost(String s, String text, String idempotencyKey) {
+        long started = System.nanoTime();
+        try {
+            return settle.postWithKey(s, text, idempotencyKey);
+        } finally {
+            postTimes.add(new long[] {started, System.nanoTime() - started});
+        }
     }
 
     private static void sleep(long ms) {

@@ -22,7 +22,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The whole of Settle for end-to-end tests: ingest API, debounce worker and agent worker(s) started for real
- * on a fresh database of the shared MariaDB and the shared broker, talking to the HTTP model double and
+ * on a fresh database of the shared MariaDB and the shared broker (or a broker of the test's own), talking to the HTTP model double and
  * delivering to a real webhook receiver. Timings are scaled down (window 400 ms, max-wait 4 s, lease TTL 3 s).
  */
 public final class SettleSystem implements AutoCloseable {
@@ -54,9 +54,18 @@ public final class SettleSystem implements AutoCloseable {
 
     /** @param extra properties every application gets, over the defaults of this system */
     public SettleSystem(String hint, boolean withAgent, Map<String, Object> extra) {
+        this(hint, withAgent, extra, null);
+    }
+
+    /**
+     * @param extra properties every application gets, over the defaults of this system
+     * @param kafkaBootstrap the broker every application (and {@link AgentProcess} given
+     *                       {@link #sharedProperties()}) uses; null for the broker shared by the test JVM
+     */
+    public SettleSystem(String hint, boolean withAgent, Map<String, Object> extra, String kafkaBootstrap) {
         Map<String, Object> shared = new HashMap<>();
         shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
-        shared.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
+        shared.put("spring.kafka.bootstrap-servers", kafkaBootstrap != null ? kafkaBootstrap : SharedInfra.kafkaBootstrap());
         shared.put("settle.api-key", KEY);
         shared.put("server.port", "0"); // several instances of each application share this JVM
         shared.put("settle.debounce.window", WINDOW.toMillis() + "ms");

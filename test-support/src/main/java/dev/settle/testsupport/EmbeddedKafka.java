@@ -16,6 +16,10 @@ public final class EmbeddedKafka implements AutoCloseable {
     /** Starts a broker; {@code port} 0 picks a free one. */
     public static EmbeddedKafka start(int port) {
         EmbeddedKafkaKraftBroker broker = new EmbeddedKafkaKraftBroker(1, 12);
+        // The test kit publishes its address as the system property spring.kafka.bootstrap-servers by default,
+        // which outranks the bootstrap address an application is given in its (default) properties: every app
+        // started later in this JVM, even one meant for another broker (KafkaBrokerProcess), joined this one.
+        broker.brokerListProperty(EmbeddedKafkaKraftBroker.SPRING_EMBEDDED_KAFKA_BROKERS);
         if (port != 0) {
             broker.kafkaPorts(port);
         }
