@@ -51,10 +51,12 @@ public class ExactlyOnceToolExecutor {
     private final ToolExecutions executions;
     private final TransactionTemplate tx;
     private final JdbcTemplate jdbc;
+    private final SessionLease leases;
 
     public ExactlyOnceToolExecutor(ToolCatalog catalog, ToolExecutions executions, PlatformTransactionManager txManager,
-                                   JdbcTemplate jdbc) {
+                                   JdbcTemplate jdbc, SessionLease leases) {
         this.jdbc = jdbc;
+        this.leases = leases;
         this.catalog = catalog;
         this.executions = executions;
         this.tx = new TransactionTemplate(txManager);
@@ -122,7 +124,8 @@ public class ExactlyOnceToolExecutor {
             RuntimeException error;
             try {
                 return tx.execute(status -> {
-                    if (!executions.lockLease(lease.sessionId(), lease.token())) {
+                    // the session row stays locked until commit, so no takeover can interleave
+                    if (!leases.lockHeld(lease)) {
                         throw new LeaseLostException();
                     }
                     String result = invoke(tool, request, executionId);

@@ -34,11 +34,6 @@ public class ToolExecutions {
              WHERE t.id = ? AND (t.status IN ('PENDING', 'EXECUTING') OR (t.status = 'FAILED' AND t.retryable))
                AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
-    /** Inside the side effect's transaction: the session row stays locked until commit, so no takeover can interleave. */
-    static final String LOCK_LEASE = """
-            SELECT id FROM chat_session
-             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6) FOR UPDATE""";
-
     static final String COMPLETE = """
             UPDATE tool_execution SET status = 'COMPLETED', result = ?, ended_at = UTC_TIMESTAMP(6)
              WHERE id = ? AND status = 'EXECUTING' AND lease_token = ?""";
@@ -121,10 +116,6 @@ public class ToolExecutions {
 
     public boolean start(long id, long turnId, String leaseToken) {
         return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1;
-    }
-
-    public boolean lockLease(long sessionId, String leaseToken) {
-        return !jdbc.queryForList(LOCK_LEASE, Long.class, sessionId, leaseToken).isEmpty();
     }
 
     public boolean complete(long id, String result, String leaseToken) {
