@@ -1,14 +1,11 @@
 package dev.settle.agent;
 
-import dev.settle.testsupport.EmbeddedMariaDb;
+import dev.settle.testsupport.LocalMariaDb;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -102,22 +99,17 @@ class LockOrderTest {
         }
     }
 
-    private static Map<String, Object> database(String server) throws Exception {
+    private static Map<String, Object> database(String server) {
         if (server.equals("embedded")) {
             return Map.of();
         }
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress("127.0.0.1", 3306), 500);
-        } catch (Exception e) {
-            String reason = "LockOrderTest on MariaDB 10.11 skipped: no database answers at 127.0.0.1:3306 (" + e + ")";
+        String unavailable = LocalMariaDb.unavailable();
+        if (unavailable != null) {
+            String reason = "LockOrderTest on MariaDB 10.11 skipped: " + unavailable;
             System.out.println(reason);
             Assumptions.abort(reason);
         }
-        String database = "settle_lockorder_" + Long.toString(System.nanoTime(), 36);
-        try (Connection c = DriverManager.getConnection(EmbeddedMariaDb.jdbcUrl("127.0.0.1", 3306, ""), "root", "")) {
-            c.createStatement().execute("CREATE DATABASE " + database);
-        }
-        return Map.of("spring.datasource.url", EmbeddedMariaDb.jdbcUrl("127.0.0.1", 3306, database),
-                "spring.datasource.username", "root", "spring.datasource.password", "");
+        return Map.of("spring.datasource.url", LocalMariaDb.newDatabase("settle_lockorder_"),
+                "spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD);
     }
 }

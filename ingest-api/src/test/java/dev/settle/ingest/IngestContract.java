@@ -8,9 +8,7 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 import java.net.http.HttpResponse;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.Statement;
+
 import java.time.Duration;
 import java.time.Instant;
 import java.util.UUID;
@@ -48,15 +46,6 @@ abstract class IngestContract {
 
     static JsonNode json(HttpResponse<String> r) {
         return JSON.readTree(r.body());
-    }
-
-    /** Creates {@code database} on the server of {@code serverUrl} (a JDBC URL without a database). */
-    static void createDatabase(String serverUrl, String user, String password, String database) {
-        try (Connection c = DriverManager.getConnection(serverUrl, user, password); Statement s = c.createStatement()) {
-            s.execute("CREATE DATABASE `" + database + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci");
-        } catch (Exception e) {
-            throw new IllegalStateException("cannot create database " + database + " on " + serverUrl, e);
-        }
     }
 
     @Test

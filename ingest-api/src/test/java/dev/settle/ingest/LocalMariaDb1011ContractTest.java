@@ -1,12 +1,10 @@
 package dev.settle.ingest;
 
-import dev.settle.testsupport.EmbeddedMariaDb;
+import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.util.Map;
 
 /**
@@ -16,17 +14,14 @@ import java.util.Map;
 class LocalMariaDb1011ContractTest extends IngestContract {
     @Override
     IngestApp start() {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress("127.0.0.1", 3306), 500);
-        } catch (Exception e) {
-            String reason = "LocalMariaDb1011ContractTest skipped: no database answers at 127.0.0.1:3306 (" + e + ")";
+        String unavailable = LocalMariaDb.unavailable();
+        if (unavailable != null) {
+            String reason = "LocalMariaDb1011ContractTest skipped: " + unavailable;
             System.out.println(reason);
             Assumptions.abort(reason);
         }
-        String database = "settle_compat_" + Long.toString(System.nanoTime(), 36);
-        createDatabase(EmbeddedMariaDb.jdbcUrl("127.0.0.1", 3306, ""), "root", "", database);
-        return new IngestApp(EmbeddedMariaDb.jdbcUrl("127.0.0.1", 3306, database), SharedInfra.kafkaBootstrap(),
-                Map.of("spring.datasource.username", "root", "spring.datasource.password", ""));
+        return new IngestApp(LocalMariaDb.newDatabase("settle_compat_"), SharedInfra.kafkaBootstrap(),
+                Map.of("spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD));
     }
 
     @Test
