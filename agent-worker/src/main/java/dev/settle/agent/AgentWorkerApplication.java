@@ -30,6 +30,9 @@ public class AgentWorkerApplication {
         p.put("spring.datasource.username", "root");
         p.put("spring.datasource.password", "");
         p.put("spring.datasource.hikari.maximum-pool-size", "20");
+        // every transaction of the agent asks for READ COMMITTED: as the pool's default, no transaction has to
+        // send SET SESSION TRANSACTION ISOLATION twice (four round trips fewer per turn)
+        p.put("spring.datasource.hikari.transaction-isolation", "TRANSACTION_READ_COMMITTED");
         p.put("spring.kafka.bootstrap-servers", "localhost:9092");
         p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");
         p.put("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer");

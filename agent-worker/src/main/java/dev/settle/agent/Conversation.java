@@ -18,9 +18,16 @@ import java.util.List;
  */
 @Component
 public class Conversation {
+    /**
+     * The span, plus what the turn needs later without another round trip: the session's client-facing id and
+     * its tenant's webhook URL (for the outbox row) and whether an earlier holder left a turn RUNNING (only then
+     * does {@link Turns#begin} close abandoned turns).
+     */
     static final String SNAPSHOT = """
-            SELECT version, replied_version, oldest_unanswered_at
-              FROM chat_session WHERE id = ? AND lease_token = ?""";
+            SELECT s.version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
+                   EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned
+              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
+             WHERE s.id = ? AND s.lease_token = ?""";
 
     static final String MESSAGES = """
             SELECT message_uid, role, text, version, covers_from, covers_version
@@ -38,9 +45,12 @@ public class Conversation {
      * @param history     committed messages before the span, oldest first
      * @param pending     the unanswered user messages, in version order
      * @param toolPairs   finished tool call/result pairs of the spans in view (COMPLETED or FAILED only)
+     * @param target      where the turn's webhook goes (null: the outbox looks it up)
+     * @param abandoned   a turn of this session was RUNNING when the lease was claimed (its holder died)
      */
     public record Snapshot(long sessionId, long fromVersion, long toVersion, Instant oldestUnansweredAt,
-                           List<Message> history, List<Message> pending, List<ToolExecutions.Execution> toolPairs) {
+                           List<Message> history, List<Message> pending, List<ToolExecutions.Execution> toolPairs,
+                           Outbox.Target target, boolean abandoned) {
         public List<String> pendingIds() {
             return pending.stream().map(Message::uid).toList();
         }
@@ -58,10 +68,11 @@ public class Conversation {
 
     /** @return the snapshot, or null when the lease is gone or nothing is unanswered */
     public Snapshot load(SessionLease.Lease lease) {
-        record Head(long version, long replied, Instant oldest) {
+        record Head(long version, long replied, Instant oldest, Outbox.Target target, boolean abandoned) {
         }
         List<Head> heads = jdbc.query(SNAPSHOT, (rs, i) -> new Head(rs.getLong("version"),
-                rs.getLong("replied_version"), DbTime.instant(rs, "oldest_unanswered_at")),
+                rs.getLong("replied_version"), DbTime.instant(rs, "oldest_unanswered_at"),
+                new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")), rs.getBoolean("abandoned")),
                 lease.sessionId(), lease.token());
         if (heads.isEmpty() || heads.getFirst().version() <= heads.getFirst().replied()) {
             return null;
@@ -93,6 +104,7 @@ public class Conversation {
             oldestInView = Math.min(oldestInView, "user".equals(m.role()) ? m.version() : m.coversFrom());
         }
         List<ToolExecutions.Execution> pairs = executions.completedPairs(lease.sessionId(), oldestInView);
-        return new Snapshot(lease.sessionId(), head.replied() + 1, head.version(), head.oldest(), history, pending, pairs);
+        return new Snapshot(lease.sessionId(), head.replied() + 1, head.version(), head.oldest(), history, pending, pairs,
+                head.target(), head.abandoned());
     }
 }

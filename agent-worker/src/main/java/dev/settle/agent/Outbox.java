@@ -18,7 +18,9 @@ import java.util.Map;
  * its {@code webhook-id} and the endpoint it goes to are fixed here, once, and reused by every retry; the first
  * attempt is due after the schedule's first delay. The endpoint is the session's tenant's webhook URL, or the
  * deployment's {@code SETTLE_WEBHOOK_URL} when the tenant has none (always so for the tenant {@code default});
- * the SSRF guard checks it on every attempt like any other.
+ * the SSRF guard checks it on every attempt like any other. A turn reads both with its snapshot
+ * ({@link Conversation#SNAPSHOT}), so the commit does not look them up again; {@link #SESSION} serves callers
+ * without one.
  */
 @Component
 public class Outbox {
@@ -32,7 +34,8 @@ public class Outbox {
             SELECT s.external_id, t.webhook_url
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id WHERE s.id = ?""";
 
-    private record Target(String externalId, String url) {
+    /** The session's client-facing id and its tenant's webhook URL (null = the deployment's). */
+    public record Target(String externalId, String url) {
     }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
@@ -49,7 +52,7 @@ public class Outbox {
     }
 
     public void replyCreated(long sessionId, String replyId, String text, Conversation.Snapshot turn) {
-        Target target = target(sessionId);
+        Target target = turn.target() != null ? turn.target() : target(sessionId);
         Map<String, Object> data = data(target, turn);
         data.put("replyId", replyId);
         data.put("text", text);
@@ -57,7 +60,7 @@ public class Outbox {
     }
 
     public void replyFailed(long sessionId, long turnId, String error, Conversation.Snapshot turn) {
-        Target target = target(sessionId);
+        Target target = turn.target() != null ? turn.target() : target(sessionId);
         Map<String, Object> data = data(target, turn);
         data.put("turnId", turnId);
         data.put("error", error);

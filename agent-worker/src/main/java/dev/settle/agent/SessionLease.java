@@ -15,7 +15,9 @@ import java.util.UUID;
  * <ol>
  *   <li>Claim: one CAS UPDATE ({@link #CLAIM}) that succeeds only if nobody holds a live lease and there is
  *       work (unanswered, not failed at this version). A new random token and epoch + 1 make every later write
- *       of a previous holder fail. Affected rows 1 = ours, 0 = busy or nothing to do (normal).</li>
+ *       of a previous holder fail. Affected rows 1 = ours, 0 = busy or nothing to do (normal). The new epoch
+ *       comes back in the statement's OK packet ({@code LAST_INSERT_ID(expr)}, read as the generated key), so a
+ *       claim is one round trip; {@link #EPOCH} is the fallback for a driver that does not hand it back.</li>
  *   <li>Heartbeat ({@link #HEARTBEAT}) renews only a lease that is still ours <em>and still live</em>: a holder
  *       paused past its TTL is dead even if nobody took over yet.</li>
  *   <li>Release ({@link #RELEASE}) clears only our own token.</li>
@@ -27,7 +29,7 @@ public class SessionLease {
 
     static final String CLAIM = """
             UPDATE chat_session
-               SET lease_token = ?, lease_epoch = lease_epoch + 1,
+               SET lease_token = ?, lease_epoch = LAST_INSERT_ID(lease_epoch + 1),
                    lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
              WHERE id = ?
                AND (lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6))
@@ -83,14 +85,22 @@ public class SessionLease {
     /** @return the lease, or null when the session is busy or has nothing to answer */
     public Lease claim(long sessionId) {
         String token = UUID.randomUUID().toString();
-        int rows = jdbc.update(CLAIM, token, micros(ttl), sessionId);
+        org.springframework.jdbc.support.GeneratedKeyHolder key = new org.springframework.jdbc.support.GeneratedKeyHolder();
+        int rows = jdbc.update(c -> {
+            java.sql.PreparedStatement ps = c.prepareStatement(CLAIM, java.sql.Statement.RETURN_GENERATED_KEYS);
+            ps.setString(1, token);
+            ps.setLong(2, micros(ttl));
+            ps.setLong(3, sessionId);
+            return ps;
+        }, key);
         if (rows == 0) {
             log.debug("session {} busy or nothing to answer", sessionId);
             return null;
         }
         expectOne(rows, "claim");
-        Long epoch = jdbc.queryForObject(EPOCH, Long.class, sessionId, token);
-        return new Lease(sessionId, token, epoch);
+        Number epoch = key.getKeyList().isEmpty() ? null : key.getKey();
+        return new Lease(sessionId, token, epoch != null && epoch.longValue() > 0 ? epoch.longValue()
+                : jdbc.queryForObject(EPOCH, Long.class, sessionId, token));
     }
 
     /**

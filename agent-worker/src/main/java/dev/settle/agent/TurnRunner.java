@@ -99,7 +99,7 @@ public class TurnRunner {
         if (turn == null) {
             return "nothing";
         }
-        Long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        Long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion(), turn.abandoned());
         if (turnId == null) {
             throw new LeaseLostException();
         }

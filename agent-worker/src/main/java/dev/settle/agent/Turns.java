@@ -63,11 +63,22 @@ public class Turns {
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
 
-    /** Opens a RUNNING turn and announces it (turn.started); null when the lease is gone. */
+    /** {@link #begin(SessionLease.Lease, long, long, boolean)} closing any abandoned turn first. */
     public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion) {
+        return begin(lease, fromVersion, toVersion, true);
+    }
+
+    /**
+     * Opens a RUNNING turn and announces it (turn.started); null when the lease is gone. Turns an earlier holder
+     * left RUNNING are closed first, when the snapshot saw one ({@code abandoned}).
+     */
+    public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion, boolean abandoned) {
         return tx.execute(status -> {
             if (!leases.lockHeld(lease)) {
                 return null;
+            }
+            if (abandoned) {
+                jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
             }
             long turnId = insert(lease, fromVersion, toVersion);
             Map<String, Object> data = new LinkedHashMap<>();
@@ -83,7 +94,6 @@ public class Turns {
     }
 
     private long insert(SessionLease.Lease lease, long fromVersion, long toVersion) {
-        jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
         jdbc.update(c -> {
             PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);

@@ -38,14 +38,23 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class InFlightBench {
     record Level(int target, double rate, int sessions, int replied, double statementsPerTurn, double meanRunning, int peakRunning,
-                 long peakHeapUsed, long peakHeapAfterGc, Histogram turn) {
+                 long peakHeapUsed, long peakHeapAfterGc, Histogram turn, Map<String, Histogram> stages,
+                 double agentCpuMs, double benchCpuMs, double dbCpuMs) {
     }
+
+    /** Where a turn's time goes, from SessionReady to webhook (database instants and the double's log). */
+    static final List<String> STAGES = List.of("SessionReady → turn started (consume, claim, history, begin)",
+            "turn started → model request (prompt)", "model request → model done (the model's latency)",
+            "model done → reply committed (stream, persist, commit)", "reply committed → webhook received (outbox, POST)");
 
     record Sample(double seconds, int running, double heapMb) {
     }
 
     record Result(List<Level> levels, List<Sample> samples, String heapLimit, Profiler.Profile profile, boolean oom) {
     }
+
+    private static final double WARMUP_RATE = 50;
+    private static final Duration WARMUP = Duration.ofSeconds(4);
 
     private InFlightBench() {
     }
@@ -61,6 +70,7 @@ final class InFlightBench {
             Path jfr = o.jfrDir().resolve("agent-inflight.jfr");
             if (o.profile()) {
                 cmd.add("-XX:StartFlightRecording=filename=" + jfr + ",settings=profile,dumponexit=true");
+                cmd.add("-XX:FlightRecorderOptions:stackdepth=256");
             }
             cmd.add("-cp");
             cmd.add(System.getProperty("java.class.path"));
@@ -131,6 +141,22 @@ final class InFlightBench {
                 }
             });
             try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+                // warm-up, not measured: a worker runs for days, its first seconds are JIT compilation
+                int warm = (int) Math.round(WARMUP_RATE * WARMUP.toSeconds());
+                createSessions(jdbc, nextId, warm);
+                long warmFirst = nextId;
+                nextId += warm;
+                Bench.log("in-flight: warm-up, " + warm + " turns at " + Math.round(WARMUP_RATE) + "/s (not measured)");
+                Load.paced(WARMUP_RATE, warm, i -> producer.send(new ProducerRecord<>(Topics.SESSION_READY,
+                        Long.toString(warmFirst + i), EventCodec.encode(new SessionReady(warmFirst + i, 1, "window", Instant.now())))));
+                PipelineBench.await(o.inflightDrain(), () -> {
+                    for (int i = 0; i < warm; i++) {
+                        if (hooks.covering("inf-" + (warmFirst + i), 1) == null) {
+                            return false;
+                        }
+                    }
+                    return true;
+                });
                 for (int target : o.inflightLevels()) {
                     double rate = target * 1000.0 / o.inflightModelMs();
                     int count = (int) Math.round(rate * o.inflightHold().toSeconds());
@@ -157,6 +183,7 @@ final class InFlightBench {
                     });
                     long levelStart = System.nanoTime();
                     long q0 = Infra.questions(jdbc);
+                    double[] cpu0 = {Infra.cpuSeconds(child.pid()), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
                     Load.paced(rate, count, i -> {
                         long id = firstId + i;
                         published[(int) i] = System.nanoTime();
@@ -183,6 +210,7 @@ final class InFlightBench {
                     });
                     heapPeak.interrupt();
                     long statements = Infra.questions(jdbc) - q0;
+                    double[] cpu1 = {Infra.cpuSeconds(child.pid()), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
                     Histogram turn = Load.micros();
                     int replied = 0;
                     for (int i = 0; i < count; i++) {
@@ -196,12 +224,18 @@ final class InFlightBench {
                             .filter(x -> x.seconds() >= steadyFrom && x.seconds() <= steadyTo).toList();
                     double mean = window.stream().mapToInt(Sample::running).average().orElse(0);
                     int peakRunning = samples.subList(startSample, samples.size()).stream().mapToInt(Sample::running).max().orElse(0);
-                    Level level = new Level(target, rate, count, replied, statements / (double) Math.max(1, replied), mean, peakRunning, peak[0], peak[1], turn);
+                    Map<String, Histogram> stages = stages(jdbc, model, hooks, firstId, count, published);
+                    Level level = new Level(target, rate, count, replied, statements / (double) Math.max(1, replied), mean, peakRunning, peak[0], peak[1], turn, stages,
+                            (cpu1[0] - cpu0[0]) * 1000 / count, (cpu1[1] - cpu0[1]) * 1000 / count, (cpu1[2] - cpu0[2]) * 1000 / count);
                     levels.add(level);
                     Bench.log("in-flight: level " + target + ": " + replied + "/" + count + " replied, mean running "
                             + Math.round(mean) + ", peak " + peakRunning + ", heap peak " + (peak[0] >> 20)
                             + " MB (after GC " + (peak[1] >> 20) + " MB), turn p50 "
                             + IngestBench.fmt(Load.ms(turn, 50)) + " ms p99 " + IngestBench.fmt(Load.ms(turn, 99)) + " ms");
+                    Bench.log("in-flight:   CPU per turn: agent-worker " + IngestBench.fmt(level.agentCpuMs()) + " ms, bench JVM (model double, broker, receiver) "
+                            + IngestBench.fmt(level.benchCpuMs()) + " ms, MariaDB " + IngestBench.fmt(level.dbCpuMs()) + " ms");
+                    stages.forEach((name, h) -> Bench.log("in-flight:   " + name + ": p50 " + IngestBench.fmt(Load.ms(h, 50))
+                            + " ms, p99 " + IngestBench.fmt(Load.ms(h, 99)) + " ms"));
                     Load.sleep(Duration.ofSeconds(2));
                 }
             } finally {
@@ -214,6 +248,38 @@ final class InFlightBench {
             Profiler.Profile profile = o.profile() && jfr.toFile().exists() ? Profiler.summarize("agent-inflight", jfr) : null;
             return new Result(levels, new ArrayList<>(samples), o.agentHeap(), profile, oom[0]);
         }
+    }
+
+    private static Map<String, Histogram> stages(JdbcTemplate jdbc, Model model, Hooks hooks, long firstId, int count, long[] published) {
+        long offset = System.nanoTime() - PipelineBench.toNanos(Instant.now());
+        Map<Long, long[]> rows = new java.util.HashMap<>();
+        jdbc.query("""
+                SELECT t.session_id, t.started_at, t.ended_at FROM chat_turn t
+                 WHERE t.session_id BETWEEN ? AND ? AND t.state = 'COMMITTED'""", rs -> {
+            rows.put(rs.getLong(1), new long[]{
+                    offset + PipelineBench.toNanos(dev.settle.schema.DbTime.instant(rs, "started_at")),
+                    offset + PipelineBench.toNanos(dev.settle.schema.DbTime.instant(rs, "ended_at"))});
+        }, firstId, firstId + count - 1);
+        Map<String, Histogram> stages = new java.util.LinkedHashMap<>();
+        STAGES.forEach(name -> stages.put(name, Load.micros()));
+        List<Histogram> st = new ArrayList<>(stages.values());
+        for (int i = 0; i < count; i++) {
+            long id = firstId + i;
+            long[] r = rows.get(id);
+            List<Model.Call> calls = model.callsOf("inf-" + id);
+            Hooks.Hook hook = hooks.covering("inf-" + id, 1);
+            if (r == null || hook == null || calls.size() != 1) {
+                continue;
+            }
+            Model.Call call = calls.getFirst();
+            long modelDone = call.arrivedNanos() + call.latencyMs() * 1_000_000;
+            Load.record(st.get(0), Math.max(0, r[0] - published[i]) / 1000);
+            Load.record(st.get(1), Math.max(0, call.arrivedNanos() - r[0]) / 1000);
+            Load.record(st.get(2), call.latencyMs() * 1000);
+            Load.record(st.get(3), Math.max(0, r[1] - modelDone) / 1000);
+            Load.record(st.get(4), Math.max(0, hook.receivedNanos() - r[1]) / 1000);
+        }
+        return stages;
     }
 
     private static void createSessions(JdbcTemplate jdbc, long firstId, int count) {

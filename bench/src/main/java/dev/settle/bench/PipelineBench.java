@@ -165,7 +165,7 @@ final class PipelineBench {
     private record Row(long accepted, long started, long ended) {
     }
 
-    private static long toNanos(Instant i) {
+    static long toNanos(Instant i) {
         return i.getEpochSecond() * 1_000_000_000L + i.getNano();
     }
 

@@ -223,21 +223,35 @@ final class Report {
                 + heapMb + " MB of -Xmx" + r.heapLimit(), "≥ 2,000 turns, ≤ 512 MB heap", met);
         md.append("## 5. In-flight turns of one agent-worker\n\n");
         md.append("""
-                One agent-worker in its own JVM (`-Xmx%s`), model latency fixed at %d ms. For each level L, SessionReady
+                One agent-worker in its own JVM (`-Xmx%s`), model latency fixed at %d ms. After a warm-up (200 turns
+                at 50/s, not measured: a worker runs for days, its first seconds are JIT compilation), for each level L, SessionReady
                 events are published at L / 5 s⁻¹ for %d s (sessions with one unanswered message each); RUNNING turns are
                 counted in the database every 250 ms. A level is *sustained* when every turn was answered and the p99
                 time from SessionReady to webhook stayed under 1.5 × the model latency. Heap: the worker's own
                 report (used, and used after the last collection).%s
 
-                | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | sustained |
-                |---|---|---|---|---|---|---|---|---|---|---|
+                | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | CPU ms per turn: worker / bench JVM / MariaDB | sustained |
+                |---|---|---|---|---|---|---|---|---|---|---|---|
                 """.formatted(r.heapLimit(), run.options.inflightModelMs(), run.options.inflightHold().toSeconds(),
                 r.oom() ? " **The worker ran out of memory.**" : ""));
         for (InFlightBench.Level l : r.levels()) {
-            md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s |\n".formatted(l.target(), fmt(l.rate()),
+            md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s / %s / %s | %s |\n".formatted(l.target(), fmt(l.rate()),
                     l.replied(), l.sessions(), fmt(l.meanRunning()), l.peakRunning(), fmt(Load.ms(l.turn(), 50)),
                     fmt(Load.ms(l.turn(), 99)), l.peakHeapUsed() >> 20, l.peakHeapAfterGc() >> 20,
-                    fmt(l.statementsPerTurn()), sustained(l) ? "yes" : "**no**"));
+                    fmt(l.statementsPerTurn()), fmt(l.agentCpuMs()), fmt(l.benchCpuMs()), fmt(l.dbCpuMs()),
+                    sustained(l) ? "yes" : "**no**"));
+        }
+        md.append("\nWhere a turn's time goes, per level (database instants and the double's log; one model call per turn):\n\n");
+        md.append("| stage |");
+        r.levels().forEach(l -> md.append(" level %d p50 | p99 |".formatted(l.target())));
+        md.append("\n|---|");
+        r.levels().forEach(l -> md.append("---|---|"));
+        md.append("\n");
+        for (String stage : InFlightBench.STAGES) {
+            md.append("| ").append(stage).append(" |");
+            r.levels().forEach(l -> md.append(" %s ms | %s ms |".formatted(fmt(Load.ms(l.stages().get(stage), 50)),
+                    fmt(Load.ms(l.stages().get(stage), 99)))));
+            md.append("\n");
         }
         List<double[]> running = new ArrayList<>();
         List<double[]> heap = new ArrayList<>();

@@ -44,7 +44,7 @@ class TenantWebhookTest {
     }
 
     static Conversation.Snapshot snapshot(long session) {
-        return new Conversation.Snapshot(session, 1, 1, null, List.of(), List.of(), List.of());
+        return new Conversation.Snapshot(session, 1, 1, null, List.of(), List.of(), List.of(), null, false);
     }
 
     @Test
