@@ -16,7 +16,7 @@ import java.util.UUID;
  *   <li>Claim: one CAS UPDATE ({@link #CLAIM}) that succeeds only if nobody holds a live lease and there is
  *       work (unanswered, not failed at this version). A new random token and epoch + 1 make every later write
  *       of a previous holder fail. Affected rows 1 = ours, 0 = busy or nothing to do (normal). The new epoch
- *       comes back in the statement's OK packet ({@code LAST_INSERT_ID(expr)}, read as the generated key), so a
+ *       comes back in the statement's OK packet ({@code LAST_INSERT_ID(expr)}, {@link dev.settle.schema.OkPacket}), so a
  *       claim is one round trip; {@link #EPOCH} is the fallback for a driver that does not hand it back.</li>
  *   <li>Heartbeat ({@link #HEARTBEAT}) renews only a lease that is still ours <em>and still live</em>: a holder
  *       paused past its TTL is dead even if nobody took over yet.</li>
@@ -85,21 +85,13 @@ public class SessionLease {
     /** @return the lease, or null when the session is busy or has nothing to answer */
     public Lease claim(long sessionId) {
         String token = UUID.randomUUID().toString();
-        org.springframework.jdbc.support.GeneratedKeyHolder key = new org.springframework.jdbc.support.GeneratedKeyHolder();
-        int rows = jdbc.update(c -> {
-            java.sql.PreparedStatement ps = c.prepareStatement(CLAIM, java.sql.Statement.RETURN_GENERATED_KEYS);
-            ps.setString(1, token);
-            ps.setLong(2, micros(ttl));
-            ps.setLong(3, sessionId);
-            return ps;
-        }, key);
-        if (rows == 0) {
+        dev.settle.schema.OkPacket.Reserved claimed = dev.settle.schema.OkPacket.update(jdbc, CLAIM, token, micros(ttl), sessionId);
+        if (claimed.rows() == 0) {
             log.debug("session {} busy or nothing to answer", sessionId);
             return null;
         }
-        expectOne(rows, "claim");
-        Number epoch = key.getKeyList().isEmpty() ? null : key.getKey();
-        return new Lease(sessionId, token, epoch != null && epoch.longValue() > 0 ? epoch.longValue()
+        expectOne(claimed.rows(), "claim");
+        return new Lease(sessionId, token, claimed.lastInsertId() > 0 ? claimed.lastInsertId()
                 : jdbc.queryForObject(EPOCH, Long.class, sessionId, token));
     }
 

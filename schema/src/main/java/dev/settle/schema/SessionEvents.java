@@ -2,13 +2,11 @@ package dev.settle.schema;
 
 import org.springframework.jdbc.core.BatchPreparedStatementSetter;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import tools.jackson.databind.json.JsonMapper;
 
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
 
@@ -20,9 +18,9 @@ import java.util.Map;
  *
  * <ol>
  *   <li>{@link #RESERVE}: {@code event_seq = LAST_INSERT_ID(event_seq + n)} (guarded by the lease when given).
- *       The server returns that value in the statement's OK packet, which the driver hands back as the generated
- *       key: the last seq reserved, without another round trip ({@code SELECT LAST_INSERT_ID()} on the same
- *       connection if a driver does not).</li>
+ *       The server returns that value in the statement's OK packet ({@link OkPacket}): the last seq reserved,
+ *       without another round trip ({@code SELECT LAST_INSERT_ID()} on the same connection if a driver does not
+ *       hand it back).</li>
  *   <li>Insert the n events with seqs {@code top - n + 1 .. top}.</li>
  * </ol>
  */
@@ -55,24 +53,20 @@ public final class SessionEvents {
         if (!TransactionSynchronizationManager.isActualTransactionActive()) {
             throw new IllegalStateException("session events must be appended inside a transaction");
         }
-        GeneratedKeyHolder reserved = new GeneratedKeyHolder();
-        int rows = jdbc.update(c -> {
-            PreparedStatement ps = c.prepareStatement(leaseToken == null ? RESERVE : RESERVE_FENCED,
-                    Statement.RETURN_GENERATED_KEYS);
-            ps.setInt(1, events.size());
-            ps.setLong(2, sessionId);
-            if (leaseToken != null) {
-                ps.setString(3, leaseToken);
-            }
-            return ps;
-        }, reserved);
-        if (rows == 0) {
+        OkPacket.Reserved reserved = leaseToken == null
+                ? OkPacket.update(jdbc, RESERVE, events.size(), sessionId)
+                : OkPacket.update(jdbc, RESERVE_FENCED, events.size(), sessionId, leaseToken);
+        if (reserved.rows() == 0) {
             return false;
         }
-        Number key = reserved.getKeyList().isEmpty() ? null : reserved.getKey();
-        long top = key != null && key.longValue() > 0 ? key.longValue()
+        long top = reserved.lastInsertId() > 0 ? reserved.lastInsertId()
                 : jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
         long first = top - events.size() + 1;
+        if (events.size() == 1) {
+            Event e = events.getFirst();
+            jdbc.update(INSERT, sessionId, first, e.type(), e.turnId(), e.chunkSeq(), JSON.writeValueAsString(e.data()));
+            return true;
+        }
         jdbc.batchUpdate(INSERT, new BatchPreparedStatementSetter() {
             @Override
             public void setValues(PreparedStatement ps, int i) throws SQLException {
