@@ -63,11 +63,11 @@ public final class Bench {
             Model.Latency l = Model.Latency.parse(latency);
             if (quick) {
                 return new Options(true, l, out, jfr, profile, only, extra,
-                        Duration.ofSeconds(10), 64, Duration.ofSeconds(5), new double[]{0.25, 0.5, 0.75, 1.0}, Duration.ofSeconds(3), 2000,
-                        100_000, 1500, Duration.ofSeconds(15),
-                        window, maxWait, 120, 10,
+                        Duration.ofSeconds(6), 64, Duration.ofSeconds(5), new double[]{0.25, 0.5, 0.75, 1.0}, Duration.ofSeconds(2), 2000,
+                        100_000, 1000, Duration.ofSeconds(10),
+                        window, maxWait, 100, 10,
                         25, 4, 300, 2000, Duration.ofSeconds(8),
-                        new int[]{500, 2000}, Duration.ofSeconds(8), Duration.ofSeconds(20), 5000, "512m");
+                        new int[]{500, 2000}, Duration.ofSeconds(6), Duration.ofSeconds(20), 5000, "512m");
             }
             return new Options(false, l, out, jfr, profile, only, extra,
                     Duration.ofSeconds(20), 64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,

@@ -236,7 +236,7 @@ final class InFlightBench {
                             + IngestBench.fmt(level.benchCpuMs()) + " ms, MariaDB " + IngestBench.fmt(level.dbCpuMs()) + " ms");
                     stages.forEach((name, h) -> Bench.log("in-flight:   " + name + ": p50 " + IngestBench.fmt(Load.ms(h, 50))
                             + " ms, p99 " + IngestBench.fmt(Load.ms(h, 99)) + " ms"));
-                    Load.sleep(Duration.ofSeconds(2));
+                    Load.sleep(Duration.ofSeconds(1));
                 }
             } finally {
                 sampler.interrupt();

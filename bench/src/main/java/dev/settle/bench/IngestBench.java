@@ -115,7 +115,7 @@ final class IngestBench {
             Bench.log("ingest: raw " + Math.round(rawResult.rate()) + " tx/s, jvm " + fmt(rawCpu.jvmCores())
                     + " cores, db " + fmt(rawCpu.dbCores()) + " cores");
 
-            double[] kafka = kafkaRaw(s.kafka.bootstrapServers(), o.stage());
+            double[] kafka = kafkaRaw(s.kafka.bootstrapServers(), o.stage().dividedBy(2));
             Bench.log("ingest: raw produce " + Math.round(kafka[0]) + " records/s");
 
             List<Step> ladder = new ArrayList<>();

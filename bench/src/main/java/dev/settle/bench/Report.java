@@ -192,7 +192,7 @@ final class Report {
         md.append("""
                 debounce-worker alone; %d timers armed in `debounce_timer` (100,000 due in an hour, %d due at %s/s). Lateness =
                 the SessionReady's `firedAt` (database clock, when the firer's locking SELECT ran) − the timer's `fire_at`;
-                "delivered" = when a consumer received the event − `fire_at`. %d of %d fired. The firer polls every 20 ms.
+                "delivered" = when a consumer received the event − `fire_at`. %d of %d fired. The firer sleeps until the earliest armed timer is due, at most its 20 ms poll interval.
 
                 | | p50 | p90 | p99 | max |
                 |---|---|---|---|---|

@@ -25,8 +25,8 @@ import java.util.UUID;
  * <ol>
  *   <li>With an Idempotency-Key, look for the message it already created: same text → the same answer again,
  *       other text → 422. Nothing is written.</li>
- *   <li>Create the session or bump its version ({@link #UPSERT_SESSION}); the row lock serialises every writer
- *       of this session until commit.</li>
+ *   <li>Create the session or bump its version and reserve the seq of its {@code message.accepted} event
+ *       ({@link #UPSERT_SESSION}); the row lock serialises every writer of this session until commit.</li>
  *   <li>Read back the version and the database time of this message ({@link #READ_SESSION}).</li>
  *   <li>More than {@code max-unanswered} messages unanswered with this one → 429 with Retry-After, rolled
  *       back like any refusal; exact, because the session row is locked since step 2.</li>
@@ -45,15 +45,16 @@ public class MessageAcceptance {
              WHERE s.tenant_id = ? AND s.external_id = ? AND m.idempotency_key = ?""";
 
     static final String UPSERT_SESSION = """
-            INSERT INTO chat_session (tenant_id, external_id, version, oldest_unanswered_at, last_message_at, created_at)
-            VALUES (?, ?, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+            INSERT INTO chat_session (tenant_id, external_id, version, event_seq, oldest_unanswered_at, last_message_at, created_at)
+            VALUES (?, ?, 1, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
             ON DUPLICATE KEY UPDATE
                 version = version + 1,
+                event_seq = event_seq + 1,
                 oldest_unanswered_at = COALESCE(oldest_unanswered_at, UTC_TIMESTAMP(6)),
                 last_message_at = UTC_TIMESTAMP(6)""";
 
     static final String READ_SESSION = """
-            SELECT id, version, oldest_unanswered_at, last_message_at,
+            SELECT id, version, event_seq, oldest_unanswered_at, last_message_at,
                    COALESCE(policy, (SELECT t.default_policy FROM tenant t WHERE t.id = chat_session.tenant_id), ?)
                        AS policy,
                    version - replied_version AS unanswered,
@@ -154,9 +155,9 @@ public class MessageAcceptance {
 
     private Accepted insert(String tenant, MessageRequest request, String messageId) {
         jdbc.update(UPSERT_SESSION, tenant, request.sessionId());
-        record Row(long id, long version, Instant oldest, Instant now, boolean busy, long unanswered) {
+        record Row(long id, long version, long eventSeq, Instant oldest, Instant now, boolean busy, long unanswered) {
         }
-        Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"),
+        Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"), rs.getLong("event_seq"),
                 DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at"),
                 "reject".equals(rs.getString("policy"))
                         && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
@@ -179,7 +180,8 @@ public class MessageAcceptance {
         event.put("messageId", messageId);
         event.put("version", row.version());
         event.put("text", request.text());
-        SessionEvents.append(jdbc, row.id(), null, SessionEvents.Event.of("message.accepted", null, event));
+        // the upsert reserved this event's seq (event_seq + 1) under the row lock it holds until commit
+        SessionEvents.insertReserved(jdbc, row.id(), row.eventSeq(), SessionEvents.Event.of("message.accepted", null, event));
         return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
     }
 

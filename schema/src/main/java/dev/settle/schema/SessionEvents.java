@@ -61,11 +61,27 @@ public final class SessionEvents {
         }
         long top = reserved.lastInsertId() > 0 ? reserved.lastInsertId()
                 : jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
-        long first = top - events.size() + 1;
+        insert(jdbc, sessionId, top - events.size() + 1, events);
+        return true;
+    }
+
+    /**
+     * Inserts {@code events} with seqs {@code first ..} that the caller already reserved in its own transaction, by
+     * bumping {@code chat_session.event_seq} in a statement of its own that holds the session row lock until commit
+     * (ingest's session upsert does, saving the separate reservation).
+     */
+    public static void insertReserved(JdbcTemplate jdbc, long sessionId, long first, Event event) {
+        if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw new IllegalStateException("session events must be appended inside a transaction");
+        }
+        insert(jdbc, sessionId, first, List.of(event));
+    }
+
+    private static void insert(JdbcTemplate jdbc, long sessionId, long first, List<Event> events) {
         if (events.size() == 1) {
             Event e = events.getFirst();
             jdbc.update(INSERT, sessionId, first, e.type(), e.turnId(), e.chunkSeq(), JSON.writeValueAsString(e.data()));
-            return true;
+            return;
         }
         jdbc.batchUpdate(INSERT, new BatchPreparedStatementSetter() {
             @Override
@@ -84,7 +100,6 @@ public final class SessionEvents {
                 return events.size();
             }
         });
-        return true;
     }
 
     public static boolean append(JdbcTemplate jdbc, long sessionId, String leaseToken, Event event) {
