@@ -74,7 +74,7 @@ public final class Bench {
                     100_000, 6000, Duration.ofSeconds(60),
                     window, maxWait, 1200, 20,
                     100, 4, 300, 2000, Duration.ofSeconds(30),
-                    new int[]{500, 1000, 2000, 3000}, Duration.ofSeconds(20), Duration.ofSeconds(45), 5000, "512m");
+                    new int[]{500, 750, 1000, 2000}, Duration.ofSeconds(15), Duration.ofSeconds(45), 5000, "512m");
         }
     }
 

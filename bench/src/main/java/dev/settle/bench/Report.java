@@ -111,8 +111,8 @@ final class Report {
                 The raw limit runs on ingest-api's own connection pool (HikariCP, 20 connections) with the same clients:
                 one transaction of one `UPDATE chat_session SET version = version + 1 …` and one `INSERT INTO
                 chat_message …` — the shapes of the accept transaction, without HTTP and Kafka. The accept transaction
-                itself is six statements (session upsert, session read, message insert, event-seq bump,
-                `LAST_INSERT_ID()`, event insert) plus the commit, then a Kafka send.
+                itself is four statements (session upsert, which also reserves the event seq; session read with the
+                policy and limits; message insert; `message.accepted` event insert) plus the commit, then a Kafka send.
 
                 | | rate | p50 | p99 | JVM cores | MariaDB cores | SQL statements each |
                 |---|---|---|---|---|---|---|
