@@ -29,7 +29,7 @@ public final class Bench {
                    Duration window, Duration maxWait, int overheadSessions, double overheadRate,
                    int burstsPerStrategy, int burstSize, long gapMinMs, long gapMaxMs, Duration burstSpread,
                    int[] inflightLevels, Duration inflightHold, Duration inflightDrain, long inflightModelMs,
-                   String agentHeap) {
+                   String agentHeap, Duration inflightWarmup) {
 
         boolean runs(String scenario) {
             return only.isEmpty() || only.contains(scenario);
@@ -67,14 +67,16 @@ public final class Bench {
                         100_000, 1000, Duration.ofSeconds(10),
                         window, maxWait, 100, 10,
                         25, 4, 300, 2000, Duration.ofSeconds(8),
-                        new int[]{500, 2000}, Duration.ofSeconds(6), Duration.ofSeconds(20), 5000, "512m");
+                        new int[]{500, 2000}, Duration.ofSeconds(6), Duration.ofSeconds(20), 5000, "512m",
+                        Duration.ofSeconds(4));
             }
             return new Options(false, l, out, jfr, profile, only, extra,
                     Duration.ofSeconds(20), 64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
                     100_000, 6000, Duration.ofSeconds(60),
                     window, maxWait, 1200, 20,
                     100, 4, 300, 2000, Duration.ofSeconds(30),
-                    new int[]{500, 750, 1000, 2000}, Duration.ofSeconds(15), Duration.ofSeconds(45), 5000, "512m");
+                    new int[]{500, 750, 1000, 2000}, Duration.ofSeconds(15), Duration.ofSeconds(45), 5000, "512m",
+                    Duration.ofSeconds(12));
         }
     }
 

@@ -54,7 +54,6 @@ final class InFlightBench {
     }
 
     private static final double WARMUP_RATE = 50;
-    private static final Duration WARMUP = Duration.ofSeconds(4);
 
     private InFlightBench() {
     }
@@ -142,7 +141,7 @@ final class InFlightBench {
             });
             try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
                 // warm-up, not measured: a worker runs for days, its first seconds are JIT compilation
-                int warm = (int) Math.round(WARMUP_RATE * WARMUP.toSeconds());
+                int warm = (int) Math.round(WARMUP_RATE * o.inflightWarmup().toSeconds());
                 createSessions(jdbc, nextId, warm);
                 long warmFirst = nextId;
                 nextId += warm;

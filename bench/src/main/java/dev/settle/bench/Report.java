@@ -223,8 +223,8 @@ final class Report {
                 + heapMb + " MB of -Xmx" + r.heapLimit(), "≥ 2,000 turns, ≤ 512 MB heap", met);
         md.append("## 5. In-flight turns of one agent-worker\n\n");
         md.append("""
-                One agent-worker in its own JVM (`-Xmx%s`), model latency fixed at %d ms. After a warm-up (200 turns
-                at 50/s, not measured: a worker runs for days, its first seconds are JIT compilation), for each level L, SessionReady
+                One agent-worker in its own JVM (`-Xmx%s`), model latency fixed at %d ms. After a warm-up (%d turns
+                at 50/s, not measured: a worker runs for days, its first minutes are JIT compilation), for each level L, SessionReady
                 events are published at L / 5 s⁻¹ for %d s (sessions with one unanswered message each); RUNNING turns are
                 counted in the database every 250 ms. A level is *sustained* when every turn was answered and the p99
                 time from SessionReady to webhook stayed under 1.5 × the model latency. Heap: the worker's own
@@ -232,7 +232,8 @@ final class Report {
 
                 | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | CPU ms per turn: worker / bench JVM / MariaDB | sustained |
                 |---|---|---|---|---|---|---|---|---|---|---|---|
-                """.formatted(r.heapLimit(), run.options.inflightModelMs(), run.options.inflightHold().toSeconds(),
+                """.formatted(r.heapLimit(), run.options.inflightModelMs(), 50 * run.options.inflightWarmup().toSeconds(),
+                run.options.inflightHold().toSeconds(),
                 r.oom() ? " **The worker ran out of memory.**" : ""));
         for (InFlightBench.Level l : r.levels()) {
             md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s / %s / %s | %s |\n".formatted(l.target(), fmt(l.rate()),
