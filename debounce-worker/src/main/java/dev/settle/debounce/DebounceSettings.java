@@ -11,7 +11,7 @@ import java.time.Duration;
  *
  * @param window       quiet time after the latest message before the session is answered
  * @param maxwait      bound on the wait, counted from the oldest unanswered message (fire_at never passes it)
- * @param pollInterval how often {@link TimerFirer} looks for due timers when it found fewer than a batch
+ * @param pollInterval the longest {@link TimerFirer} sleeps between looks at the earliest due timer (it sleeps less when one is due sooner)
  * @param batchSize    most timers fired in one transaction
  */
 @ConfigurationProperties("settle.debounce")
