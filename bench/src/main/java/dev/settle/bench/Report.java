@@ -242,12 +242,13 @@ final class Report {
                     fmt(l.statementsPerTurn()), fmt(l.agentCpuMs()), fmt(l.benchCpuMs()), fmt(l.dbCpuMs()),
                     sustained(l) ? "yes" : "**no**"));
         }
-        InFlightBench.Level top = r.levels().get(r.levels().size() - 1);
-        double perTurn = top.agentCpuMs() + top.benchCpuMs() + top.dbCpuMs();
-        int cores = Runtime.getRuntime().availableProcessors();
-        md.append("""
+        InFlightBench.Level top = r.levels().isEmpty() ? null : r.levels().get(r.levels().size() - 1);
+        if (top != null) {
+            double perTurn = top.agentCpuMs() + top.benchCpuMs() + top.dbCpuMs();
+            int cores = Runtime.getRuntime().availableProcessors();
+            md.append("""
 
-                CPU is the limit here: at level %d a turn cost %s ms of CPU in the worker, %s ms in the bench's JVM (model
+                What the CPU allows: at level %d a turn cost %s ms of CPU in the worker, %s ms in the bench's JVM (model
                 double, broker, webhook receiver) and %s ms in MariaDB — %s ms in all. This %d-core machine therefore
                 completes at most about %s turns/s, i.e. about %s turns in flight at a %d ms model latency, whatever the
                 worker's concurrency; the worker's own share alone (%s ms) would allow about %s in flight on %d cores of its own.
@@ -255,6 +256,7 @@ final class Report {
                 cores, fmt(cores * 1000 / perTurn), fmt(cores * 1000 / perTurn * run.options.inflightModelMs() / 1000.0),
                 run.options.inflightModelMs(), fmt(top.agentCpuMs()),
                 fmt(cores * 1000 / top.agentCpuMs() * run.options.inflightModelMs() / 1000.0), cores));
+        }
         md.append("\nWhere a turn's time goes, per level (database instants and the double's log; one model call per turn):\n\n");
         md.append("| stage |");
         r.levels().forEach(l -> md.append(" level %d p50 | p99 |".formatted(l.target())));
