@@ -47,6 +47,9 @@ public class DebounceWorkerApplication {
         p.put("spring.kafka.producer.acks", "all");
         // TimerFirer holds its timer-row locks while it waits for acks: fail fast when the broker is away.
         p.put("spring.kafka.producer.properties.max.block.ms", "5000");
+        // ... and every millisecond of linger is added to every fire (Kafka 4's default is 5 ms): a round's
+        // SessionReady records go out at once, batched by what is already queued
+        p.put("spring.kafka.producer.properties.linger.ms", "0");
         p.put("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         p.put("spring.kafka.consumer.group-id", "settle-debounce");
