@@ -53,7 +53,8 @@ public class WorkWaker {
                 rs.getObject("deadline_at", LocalDateTime.class), rs.getLong("version")),
                 windowMicros, maxWaitMicros, maxWaitMicros, sessionId);
         for (Pending p : pending) {
-            jdbc.update(REARM, sessionId, p.fireAt(), p.deadlineAt(), p.version());
+            jdbc.update(REARM, sessionId, dev.settle.schema.DbTime.text(p.fireAt()),
+                    dev.settle.schema.DbTime.text(p.deadlineAt()), p.version());
         }
     }
 

@@ -123,7 +123,7 @@ public class TimerFirer implements SmartLifecycle {
             for (DueTimer t : due) {
                 int rows = jdbc.sql(DELETE_FIRED)
                         .param("sessionId", t.sessionId())
-                        .param("fireAt", t.fireAt())
+                        .param("fireAt", DbTime.text(t.fireAt()))
                         .update();
                 if (rows != 1) {
                     throw new IllegalStateException("deleting the locked timer of session " + t.sessionId()

@@ -15,8 +15,13 @@ final class Databases {
      * (+05:00) to show that nothing depends on it.
      */
     static HikariDataSource migrated(String hint) {
+        return migratedAt(SharedInfra.newDatabase(hint));
+    }
+
+    /** {@link #migrated(String)} on the database at {@code jdbcUrl} (root, no password). */
+    static HikariDataSource migratedAt(String jdbcUrl) {
         HikariDataSource ds = new HikariDataSource();
-        ds.setJdbcUrl(SharedInfra.newDatabase(hint));
+        ds.setJdbcUrl(jdbcUrl);
         ds.setUsername("root");
         ds.setPassword("");
         ds.setMaximumPoolSize(4);

@@ -25,19 +25,31 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The spine, end to end: POST → debounce → one merged reply → signed webhook. */
+/**
+ * The spine, end to end: POST → debounce → one merged reply → signed webhook. One instance per class, so that a
+ * subclass can run the same scenarios on another system ({@link #system()}).
+ */
+@org.junit.jupiter.api.TestInstance(org.junit.jupiter.api.TestInstance.Lifecycle.PER_CLASS)
 class SpineTest {
     static final Duration LONG = Duration.ofSeconds(30);
     static SettleSystem settle;
 
     @BeforeAll
-    static void start() {
-        settle = new SettleSystem("spine");
+    void start() {
+        settle = system();
+    }
+
+    /** The system the scenarios run on: the embedded MariaDB and broker of this test JVM. */
+    SettleSystem system() {
+        return new SettleSystem("spine");
     }
 
     @AfterAll
-    static void stop() {
-        settle.close();
+    void stop() {
+        if (settle != null) {
+            settle.close();
+            settle = null;
+        }
     }
 
     @BeforeEach

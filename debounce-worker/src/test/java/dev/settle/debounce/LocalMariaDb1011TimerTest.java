@@ -1,0 +1,72 @@
+package dev.settle.debounce;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.schema.MessageAccepted;
+import dev.settle.schema.SessionReady;
+import dev.settle.testsupport.LocalMariaDb;
+import dev.settle.testsupport.SharedInfra;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Found on the MariaDB 10.11 of the service machines: Connector/J drops the fractional seconds of a temporal
+ * parameter when the server's version is below 5.6.4, and MariaDB before 11 announces {@code 5.5.5-10.x}. The
+ * firer's guarded delete ({@code fire_at = ?}, bound from the value it had just read) matched nothing, every
+ * round rolled back and no timer ever fired; arming lost up to a second of its window. Settle now binds every
+ * DATETIME(6) parameter as text ({@code DbTime}). Runs where 127.0.0.1:3306 answers, skipped with the reason
+ * printed otherwise; the embedded MariaDB 11.4 never showed the fault.
+ */
+class LocalMariaDb1011TimerTest {
+    private static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200);
+
+    @Test
+    void a_timer_armed_with_microseconds_keeps_them_and_fires_exactly_once() {
+        String unavailable = LocalMariaDb.unavailable();
+        if (unavailable != null) {
+            String reason = "LocalMariaDb1011TimerTest skipped: " + unavailable;
+            System.out.println(reason);
+            Assumptions.abort(reason);
+        }
+        try (HikariDataSource ds = Databases.migratedAt(LocalMariaDb.newDatabase("settle_timer_"))) {
+            JdbcClient jdbc = JdbcClient.create(ds);
+            System.out.println("LocalMariaDb1011TimerTest ran on " + jdbc.sql("SELECT VERSION()").query(String.class).single());
+            Sessions sessions = new Sessions(jdbc);
+            long session = sessions.insert(1, 0, 0, null, null, null, null);
+            // accepted a window and a bit ago, at .123456 of a second: the timer is due now
+            Instant accepted = sessions.dbNow().minus(SETTINGS.window()).minusSeconds(1)
+                    .truncatedTo(ChronoUnit.SECONDS).plusNanos(123_456_000);
+            assertThat(new DebounceTimers(jdbc, SETTINGS).arm(new MessageAccepted(session, 1, accepted, accepted))).isTrue();
+            assertThat(sessions.timer(session)).get().extracting(Sessions.Timer::fireAt)
+                    .isEqualTo(accepted.plus(SETTINGS.window()));
+
+            KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
+                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),
+                    ProducerConfig.MAX_BLOCK_MS_CONFIG, 5000), new StringSerializer(), new StringSerializer()));
+            try (ReadyEvents ready = new ReadyEvents()) {
+                TimerFirer firer = new TimerFirer(jdbc, new DataSourceTransactionManager(ds), kafka, SETTINGS,
+                        new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+                assertThat(firer.fireDue()).isEqualTo(1);
+                assertThat(firer.fireDue()).isZero();
+                assertThat(sessions.timer(session)).isEmpty();
+                ready.drainToEnd();
+                assertThat(ready.of(session)).extracting(SessionReady::version).containsExactly(1L);
+            } finally {
+                kafka.destroy();
+            }
+        }
+    }
+}
