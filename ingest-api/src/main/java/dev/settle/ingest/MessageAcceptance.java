@@ -89,23 +89,53 @@ public class MessageAcceptance {
      * is chosen before the transaction, so after a failure whose outcome is unknown (a lost connection, a
      * failed commit) the message is looked up by that id — committed means accepted, absent means the
      * transaction rolled back and is tried again (after a short random pause), up to {@link #ATTEMPTS} times.
+     *
+     * <p>The look-up can fail too (the long chaos run killed the connection it used, and the POST answered 503
+     * "nothing was accepted" for a message that had been stored): the outcome then stays unknown and the next
+     * attempt looks again before it writes anything. If every look fails, the answer says that the message may
+     * have been stored ({@link OutcomeUnknown}), never that nothing was.
      */
     public Accepted accept(String tenant, MessageRequest request) {
         String messageId = "msg_" + UUID.randomUUID();
-        for (int attempt = 1; ; attempt++) {
+        RuntimeException unknown = null; // the failure of an attempt whose outcome is not settled yet
+        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+            if (unknown != null) {
+                backOff(attempt - 1);
+                try {
+                    Accepted committed = committed(messageId, request.sessionId());
+                    if (committed != null) {
+                        return committed;
+                    }
+                    unknown = null; // settled: it rolled back
+                } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
+                         | DataAccessResourceFailureException lookupFailed) {
+                    continue; // still unknown: look again before writing
+                }
+            }
             try {
                 return acceptOnce(tenant, request, messageId);
             } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
-                     | DataAccessResourceFailureException unknownOutcome) {
-                Accepted committed = committed(messageId, request.sessionId());
-                if (committed != null) {
-                    return committed;
-                }
-                if (attempt >= ATTEMPTS) {
-                    throw unknownOutcome;
-                }
-                backOff(attempt);
+                     | DataAccessResourceFailureException failed) {
+                unknown = failed;
             }
+        }
+        backOff(ATTEMPTS);
+        try {
+            Accepted committed = committed(messageId, request.sessionId());
+            if (committed != null) {
+                return committed;
+            }
+        } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
+                 | DataAccessResourceFailureException lookupFailed) {
+            throw new OutcomeUnknown(messageId, lookupFailed);
+        }
+        throw unknown;
+    }
+
+    /** The database failed under an attempt and under every look-up after it: the message may be stored. */
+    public static final class OutcomeUnknown extends RuntimeException {
+        public OutcomeUnknown(String messageId, Throwable cause) {
+            super("the outcome of storing " + messageId + " is unknown", cause);
         }
     }
 
@@ -145,6 +175,12 @@ public class MessageAcceptance {
         try {
             return tx.execute(status -> insert(tenant, request, messageId));
         } catch (DuplicateKeyException raced) {
+            // an earlier attempt of this very request committed after all (its commit finished after its
+            // connection died): the retry collided with its message id
+            Accepted ours = committed(messageId, request.sessionId());
+            if (ours != null) {
+                return ours;
+            }
             Accepted replay = replay(tenant, request);
             if (replay == null) {
                 throw raced;

@@ -32,6 +32,19 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
                 .body(e.toProblemDetail(request.getRequestURI()));
     }
 
+    /** The database failed after the message may have been stored, and stayed away while its fate was looked up. */
+    @ExceptionHandler(MessageAcceptance.OutcomeUnknown.class)
+    ResponseEntity<ProblemDetail> outcomeUnknown(MessageAcceptance.OutcomeUnknown e, HttpServletRequest request) {
+        log.warn("outcome unknown on {} {}: {}", request.getMethod(), request.getRequestURI(), e.toString());
+        ApiProblem problem = new ApiProblem(HttpStatus.SERVICE_UNAVAILABLE, "outcome-unknown",
+                "the database failed while the message was being stored and is still unavailable; it may have been "
+                        + "stored. Retry with the same Idempotency-Key (answered from the stored message if it was), "
+                        + "or read GET /v1/sessions/{id}/messages before sending again");
+        return ResponseEntity.status(503).header("Retry-After", "1")
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem.toProblemDetail(request.getRequestURI()));
+    }
+
     /** The database is unreachable: nothing was accepted, and the client may retry (with its Idempotency-Key). */
     @ExceptionHandler({DataAccessResourceFailureException.class, RecoverableDataAccessException.class,
             TransientDataAccessException.class, TransactionException.class, CannotGetJdbcConnectionException.class})
