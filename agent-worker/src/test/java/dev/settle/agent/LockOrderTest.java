@@ -1,7 +1,6 @@
 package dev.settle.agent;
 
 import dev.settle.testsupport.LocalMariaDb;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -103,13 +102,7 @@ class LockOrderTest {
         if (server.equals("embedded")) {
             return Map.of();
         }
-        String unavailable = LocalMariaDb.unavailable();
-        if (unavailable != null) {
-            String reason = "LockOrderTest on MariaDB 10.11 skipped: " + unavailable;
-            System.out.println(reason);
-            Assumptions.abort(reason);
-        }
-        return Map.of("spring.datasource.url", LocalMariaDb.newDatabase("settle_lockorder_"),
+        return Map.of("spring.datasource.url", LocalMariaDb.newDatabaseOrSkip("LockOrderTest on MariaDB 10.11", "settle_lockorder_"),
                 "spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD);
     }
 }

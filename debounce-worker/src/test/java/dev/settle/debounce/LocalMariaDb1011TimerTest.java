@@ -7,7 +7,6 @@ import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -35,13 +34,7 @@ class LocalMariaDb1011TimerTest {
 
     @Test
     void a_timer_armed_with_microseconds_keeps_them_and_fires_exactly_once() {
-        String unavailable = LocalMariaDb.unavailable();
-        if (unavailable != null) {
-            String reason = "LocalMariaDb1011TimerTest skipped: " + unavailable;
-            System.out.println(reason);
-            Assumptions.abort(reason);
-        }
-        try (HikariDataSource ds = Databases.migratedAt(LocalMariaDb.newDatabase("settle_timer_"))) {
+        try (HikariDataSource ds = Databases.migratedAt(LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011TimerTest", "settle_timer_"))) {
             JdbcClient jdbc = JdbcClient.create(ds);
             System.out.println("LocalMariaDb1011TimerTest ran on " + jdbc.sql("SELECT VERSION()").query(String.class).single());
             Sessions sessions = new Sessions(jdbc);

@@ -2,7 +2,6 @@ package dev.settle.ingest;
 
 import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.util.Map;
@@ -14,13 +13,7 @@ import java.util.Map;
 class LocalMariaDb1011ContractTest extends IngestContract {
     @Override
     IngestApp start() {
-        String unavailable = LocalMariaDb.unavailable();
-        if (unavailable != null) {
-            String reason = "LocalMariaDb1011ContractTest skipped: " + unavailable;
-            System.out.println(reason);
-            Assumptions.abort(reason);
-        }
-        return new IngestApp(LocalMariaDb.newDatabase("settle_compat_"), SharedInfra.kafkaBootstrap(),
+        return new IngestApp(LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011ContractTest", "settle_compat_"), SharedInfra.kafkaBootstrap(),
                 Map.of("spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD));
     }
 

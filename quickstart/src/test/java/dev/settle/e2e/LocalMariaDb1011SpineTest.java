@@ -1,7 +1,6 @@
 package dev.settle.e2e;
 
 import dev.settle.testsupport.LocalMariaDb;
-import org.junit.jupiter.api.Assumptions;
 
 import java.util.Map;
 
@@ -15,14 +14,8 @@ class LocalMariaDb1011SpineTest extends SpineTest {
 
     @Override
     SettleSystem system() {
-        String unavailable = LocalMariaDb.unavailable();
-        if (unavailable != null) {
-            String reason = "LocalMariaDb1011SpineTest skipped: " + unavailable;
-            System.out.println(reason);
-            Assumptions.abort(reason);
-        }
         SettleSystem system = new SettleSystem("spine1011", true,
-                Map.of("spring.datasource.url", LocalMariaDb.newDatabase("settle_spine_")));
+                Map.of("spring.datasource.url", LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011SpineTest", "settle_spine_")));
         System.out.println("LocalMariaDb1011SpineTest runs on " + system.jdbc.queryForObject("SELECT VERSION()", String.class));
         return system;
     }

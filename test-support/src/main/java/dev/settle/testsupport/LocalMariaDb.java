@@ -29,6 +29,20 @@ public final class LocalMariaDb {
         }
     }
 
+    /**
+     * {@link #newDatabase(String)} when the local server answers; otherwise prints why {@code suite} is skipped and
+     * aborts the calling test or lifecycle method (JUnit assumption: skipped, not passed).
+     */
+    public static String newDatabaseOrSkip(String suite, String prefix) {
+        String unavailable = unavailable();
+        if (unavailable != null) {
+            String reason = suite + " skipped: " + unavailable;
+            System.out.println(reason);
+            org.junit.jupiter.api.Assumptions.abort(reason);
+        }
+        return newDatabase(prefix);
+    }
+
     /** Creates a database named {@code prefix} plus a unique suffix; returns its JDBC URL. */
     public static String newDatabase(String prefix) {
         String database = prefix + Long.toString(System.nanoTime(), 36);
