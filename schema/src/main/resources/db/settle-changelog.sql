@@ -262,3 +262,15 @@ CREATE TABLE api_key (
   KEY ix_api_key_tenant (tenant_id),
   CONSTRAINT fk_api_key_tenant FOREIGN KEY (tenant_id) REFERENCES tenant (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:4-session-burst
+-- Where each debounced burst ended: the debounce worker writes one row per fired timer (the version the timer
+-- had seen), in the transaction that deletes the timer. Under the enqueue policy a turn answers only up to the
+-- first end above replied_version, so bursts that piled up while a long turn ran still get a reply each.
+-- The reply commit deletes the ends it covered.
+CREATE TABLE session_burst (
+  session_id  BIGINT      NOT NULL,
+  end_version BIGINT      NOT NULL,
+  fired_at    DATETIME(6) NOT NULL,
+  PRIMARY KEY (session_id, end_version)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

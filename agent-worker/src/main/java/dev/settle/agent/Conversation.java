@@ -15,6 +15,11 @@ import java.util.List;
  * session as the lease holder reads it, and the committed history before it. Only committed rows exist in
  * chat_message, and only finished tool pairs are read, so the model's context is clean by construction
  * (promise 6).
+ *
+ * <p>Under the {@code enqueue} policy the span stops at the end of the first unanswered burst: the lowest
+ * {@code session_burst} end above replied_version (written by the debounce worker as each timer fires), or the
+ * version of the SessionReady that woke this turn when its burst end is not committed yet. Bursts that piled up
+ * while a long turn ran therefore get a reply each, in order, instead of one reply for all of them.
  */
 @Component
 public class Conversation {
@@ -25,7 +30,10 @@ public class Conversation {
      */
     static final String SNAPSHOT = """
             SELECT s.version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
-                   EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned
+                   EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned,
+                   COALESCE(s.policy, t.default_policy, ?) = 'enqueue' AS enqueue,
+                   (SELECT MIN(b.end_version) FROM session_burst b
+                     WHERE b.session_id = s.id AND b.end_version > s.replied_version) AS burst_end
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE s.id = ? AND s.lease_token = ?""";
 
@@ -59,31 +67,52 @@ public class Conversation {
     private final JdbcTemplate jdbc;
     private final ToolExecutions executions;
     private final int historyLimit;
+    private final String defaultPolicy;
 
     public Conversation(JdbcTemplate jdbc, ToolExecutions executions, AgentSettings settings) {
         this.jdbc = jdbc;
         this.executions = executions;
         this.historyLimit = settings.agent().historyLimit();
+        this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
-    /** @return the snapshot, or null when the lease is gone or nothing is unanswered */
+    /** The whole unanswered span, whatever the policy (no SessionReady in hand). */
     public Snapshot load(SessionLease.Lease lease) {
-        record Head(long version, long replied, Instant oldest, Outbox.Target target, boolean abandoned) {
+        return load(lease, Long.MAX_VALUE);
+    }
+
+    /**
+     * @param readyVersion the version of the SessionReady that woke this turn ({@link Long#MAX_VALUE}: none);
+     *                     under {@code enqueue} the span ends there if no burst end is recorded below it
+     * @return the snapshot, or null when the lease is gone or nothing is unanswered
+     */
+    public Snapshot load(SessionLease.Lease lease, long readyVersion) {
+        record Head(long version, long replied, Instant oldest, Outbox.Target target, boolean abandoned, boolean enqueue,
+                    Long burstEnd) {
         }
         List<Head> heads = jdbc.query(SNAPSHOT, (rs, i) -> new Head(rs.getLong("version"),
                 rs.getLong("replied_version"), DbTime.instant(rs, "oldest_unanswered_at"),
-                new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")), rs.getBoolean("abandoned")),
-                lease.sessionId(), lease.token());
+                new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")), rs.getBoolean("abandoned"),
+                rs.getBoolean("enqueue"), rs.getObject("burst_end", Long.class)),
+                defaultPolicy, lease.sessionId(), lease.token());
         if (heads.isEmpty() || heads.getFirst().version() <= heads.getFirst().replied()) {
             return null;
         }
         Head head = heads.getFirst();
-        long unanswered = head.version() - head.replied();
+        long toVersion = head.version();
+        if (head.enqueue()) {
+            long end = head.burstEnd() == null ? Long.MAX_VALUE : head.burstEnd();
+            if (readyVersion > head.replied()) {
+                end = Math.min(end, readyVersion);
+            }
+            toVersion = Math.min(toVersion, end);
+        }
+        long unanswered = toVersion - head.replied();
         List<Message> rows = new ArrayList<>(jdbc.query(MESSAGES, (rs, i) -> new Message(rs.getString("message_uid"),
                 rs.getString("role"), rs.getString("text"),
                 "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version"),
                 rs.getLong("covers_from")),
-                lease.sessionId(), head.version(), historyLimit + unanswered));
+                lease.sessionId(), toVersion, historyLimit + unanswered));
         // a reply sits right after the last user message it covers
         rows.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
         List<Message> history = new ArrayList<>();
@@ -104,7 +133,7 @@ public class Conversation {
             oldestInView = Math.min(oldestInView, "user".equals(m.role()) ? m.version() : m.coversFrom());
         }
         List<ToolExecutions.Execution> pairs = executions.completedPairs(lease.sessionId(), oldestInView);
-        return new Snapshot(lease.sessionId(), head.replied() + 1, head.version(), head.oldest(), history, pending, pairs,
+        return new Snapshot(lease.sessionId(), head.replied() + 1, toVersion, head.oldest(), history, pending, pairs,
                 head.target(), head.abandoned());
     }
 }

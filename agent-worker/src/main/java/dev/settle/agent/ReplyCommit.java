@@ -24,7 +24,7 @@ import java.util.UUID;
  *       the lease token and its expiry, the expected replied_version, and the version (or the deadline) in
  *       the same statement. 0 rows = discard; nothing else is written.</li>
  *   <li>In the same transaction: the reply row (unique per covered version), the turn's COMMITTED transition,
- *       and the outbox row of its webhook ({@link Outbox}).</li>
+ *       the outbox row of its webhook ({@link Outbox}), and the deletion of the burst ends it covered.</li>
  * </ol>
  */
 @Component
@@ -48,6 +48,10 @@ public class ReplyCommit {
     static final String COMMIT_TURN = """
             UPDATE chat_turn SET state = 'COMMITTED', ended_at = UTC_TIMESTAMP(6)
              WHERE id = ? AND state = 'RUNNING' AND lease_token = ?""";
+
+    /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */
+    static final String SPEND_BURSTS = """
+            DELETE FROM session_burst WHERE session_id = ? AND end_version <= ?""";
 
     static final String WHY_NOT = """
             SELECT (lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)) AS ours, version
@@ -84,6 +88,7 @@ public class ReplyCommit {
                 throw new IllegalStateException("turn " + turnId + " was not RUNNING at commit");
             }
             outbox.replyCreated(lease.sessionId(), replyId, text, turn);
+            jdbc.update(SPEND_BURSTS, lease.sessionId(), turn.toVersion());
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("turnId", turnId);
             data.put("replyId", replyId);

@@ -42,7 +42,7 @@ public class SessionReadyListener implements DisposableBean {
         slots.acquire();
         executor.execute(() -> {
             try {
-                runner.run(event.sessionId());
+                runner.run(event.sessionId(), event.version());
             } catch (RuntimeException e) {
                 log.error("turn for session {} failed unexpectedly; the sweeper will retry", event.sessionId(), e);
             } finally {

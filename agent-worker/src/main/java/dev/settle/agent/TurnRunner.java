@@ -65,6 +65,15 @@ public class TurnRunner {
 
     /** @return what happened, for logs and tests */
     public String run(long sessionId) {
+        return run(sessionId, Long.MAX_VALUE);
+    }
+
+    /**
+     * @param readyVersion the version of the SessionReady that woke this turn (it bounds an {@code enqueue}
+     *                     turn to its burst, see {@link Conversation})
+     * @return what happened, for logs and tests
+     */
+    public String run(long sessionId, long readyVersion) {
         SessionLease.Lease lease = leases.claim(sessionId);
         meters.counter("settle.lease.claims", "result", lease == null ? "busy" : "acquired").increment();
         if (lease == null) {
@@ -74,7 +83,7 @@ public class TurnRunner {
         MDC.put("sessionId", Long.toString(sessionId));
         String outcome = "lease-lost";
         try (Heartbeats.Beat beat = heartbeats.start(lease)) {
-            outcome = answer(lease, new TurnControl(beat));
+            outcome = answer(lease, readyVersion, new TurnControl(beat));
         } catch (LeaseLostException e) {
             meters.counter("settle.lease.fenced").increment();
             log.info("session {}: lease lost mid-turn, nothing more written", sessionId);
@@ -94,8 +103,8 @@ public class TurnRunner {
         return outcome;
     }
 
-    private String answer(SessionLease.Lease lease, TurnControl control) {
-        Conversation.Snapshot turn = conversation.load(lease);
+    private String answer(SessionLease.Lease lease, long readyVersion, TurnControl control) {
+        Conversation.Snapshot turn = conversation.load(lease, readyVersion);
         if (turn == null) {
             return "nothing";
         }

@@ -34,8 +34,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       {@code sweeper} if the sweeper armed it, {@code maxwait} if fire_at reached deadline_at, else
  *       {@code window}; {@code firedAt} is the database clock.</li>
  *   <li>Publish one SessionReady per row, keyed by the session id, and wait for the broker's acks.</li>
- *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each) and
- *       commit.</li>
+ *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each), record
+ *       where its burst ended ({@link #RECORD_BURST_END}: the version the timer had seen) and commit.</li>
  *   <li>If publishing or deleting fails, roll back: the rows stay and fire on a later round (the events are
  *       hints, so a repeat after a partial publish is harmless); log and back off.</li>
  *   <li>A full batch means a backlog: go again at once.</li>
@@ -77,6 +77,12 @@ public class TimerFirer implements SmartLifecycle {
             DELETE FROM debounce_timer
              WHERE session_id = :sessionId
                AND fire_at = :fireAt
+            """;
+
+    /** The burst this timer closed ends at the version it had seen (read by the agent under {@code enqueue}). */
+    static final String RECORD_BURST_END = """
+            INSERT IGNORE INTO session_burst (session_id, end_version, fired_at)
+            VALUES (:sessionId, :version, UTC_TIMESTAMP(6))
             """;
 
     private record DueTimer(long sessionId, LocalDateTime fireAt, long version, String cause, Instant firedAt) {
@@ -129,6 +135,7 @@ public class TimerFirer implements SmartLifecycle {
                     throw new IllegalStateException("deleting the locked timer of session " + t.sessionId()
                             + " touched " + rows + " rows");
                 }
+                jdbc.sql(RECORD_BURST_END).param("sessionId", t.sessionId()).param("version", t.version()).update();
             }
             return due.size();
         });

@@ -100,7 +100,7 @@ final class IngestApp implements AutoCloseable {
     /** Rows of every Settle table, to prove that a refused request changed nothing. */
     String fingerprint() {
         StringBuilder sb = new StringBuilder();
-        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry", "session_event", "tenant", "api_key", "webhook_attempt", "webhook_endpoint"}) {
+        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry", "session_event", "tenant", "api_key", "webhook_attempt", "webhook_endpoint", "session_burst"}) {
             sb.append(table).append('=').append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1")).append('\n');
         }
         return sb.toString();

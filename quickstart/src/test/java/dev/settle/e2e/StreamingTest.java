@@ -275,4 +275,53 @@ class StreamingTest {
         assertEquals(1, reject[2], "reject: B was not stored");
         assertEquals(0, reject[3]);
     }
+
+    /**
+     * Under {@code enqueue}, two bursts that both fire while a long turn runs get a reply each, in order. The
+     * turn answering the first of them must stop at its burst end even though the second burst is already
+     * stored when it reads its span (before session_burst, both were merged into one reply).
+     */
+    @Test
+    void enqueue_gives_each_burst_that_piled_up_during_a_long_turn_its_own_reply_in_order() {
+        String s = SettleSystem.newSessionId();
+        settle.put("/v1/sessions/" + s, "{\"policy\":\"enqueue\"}");
+        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
+                : r.lastUserText().startsWith("A ")
+                ? ModelResponse.text(words("answer to A", 30)).chunkSize(4).chunkDelay(Duration.ofMillis(100))
+                : ModelResponse.text("answer to " + r.lastUserText()));
+        settle.post(s, "A " + s);
+        await("A's turn is generating", LONG, () -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
+                && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        settle.post(s, "B1 " + s);
+        settle.post(s, "B2 " + s);
+        sleep(SettleSystem.WINDOW.multipliedBy(2)); // B's timer fires: a burst end at version 3
+        settle.post(s, "C1 " + s);
+        settle.post(s, "C2 " + s);
+        // where the bursts ended is the debounce worker's call (on a loaded machine B1 and B2 can be a window
+        // apart and form two bursts); what must hold is one reply per recorded burst, never one for all
+        await("C's burst fired while A's turn still runs", LONG, () -> settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id
+                 WHERE s.external_id = ? AND b.end_version = 5""", Integer.class, s) == 1);
+        List<Long> ends = settle.jdbc.queryForList("""
+                SELECT b.end_version FROM session_burst b JOIN chat_session s ON s.id = b.session_id
+                 WHERE s.external_id = ? AND b.end_version > 1 ORDER BY b.end_version""", Long.class, s);
+        assertEquals(List.of("RUNNING"), settle.turnStates(s), "the bursts must pile up during A's turn");
+        assertTrue(ends.contains(3L) && ends.contains(5L), "B and C are separate bursts: " + ends);
+        await("all five answered", LONG, () -> {
+            JsonNode session = settle.get("/v1/sessions/" + s);
+            return session.get("repliedVersion").asLong() == 5 && "idle".equals(session.get("state").asString());
+        });
+        List<String> expected = new ArrayList<>(List.of("1-1"));
+        long from = 2;
+        for (long end : ends) {
+            expected.add(from + "-" + end);
+            from = end + 1;
+        }
+        List<long[]> replies = settle.replies(s);
+        assertEquals(expected, replies.stream().map(r -> r[0] + "-" + r[1]).toList(), "one reply per burst, in order");
+        assertEquals(java.util.Collections.nCopies(expected.size(), "COMMITTED"), settle.turnStates(s));
+        assertEquals(0, (int) settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id WHERE s.external_id = ?""",
+                Integer.class, s), "the replies spent their burst ends");
+    }
 }
