@@ -115,6 +115,12 @@ public class ModelStream {
                     keep(context.streamingHandle());
                 }
 
+                @Override
+                public void onPartialThinking(dev.langchain4j.model.chat.response.PartialThinking partial,
+                                              dev.langchain4j.model.chat.response.PartialThinkingContext context) {
+                    keep(context.streamingHandle()); // a reasoning model's first fragments: cancellable too
+                }
+
                 private boolean keep(StreamingHandle h) {
                     handle.set(h);
                     if (done.isDone()) {

@@ -39,10 +39,13 @@ public class Turns {
                SET t.state = 'FAILED', t.reason = 'abandoned: its holder lost the lease', t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ? AND s.lease_token = ?""";
 
-    /** The usage of a discarded turn whose last stream was cut off: estimated from characters (4 per token). */
+    /**
+     * The usage of a discarded turn whose last stream was cut off: estimated from characters (4 per token). The
+     * cut call counts as a model call: it was made, and its tokens were spent.
+     */
     static final String ESTIMATE_USAGE = """
             UPDATE chat_turn SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?,
-                   tokens_estimated = TRUE
+                   model_calls = model_calls + 1, tokens_estimated = TRUE
              WHERE id = ? AND lease_token = ?""";
 
     static final String STREAMED = "UPDATE chat_turn SET streamed_chars = ? WHERE id = ? AND lease_token = ?";

@@ -40,7 +40,7 @@ public class SessionViews {
 
     static final String TURNS = """
             SELECT id, state, from_version, to_version, reason, model_calls, prompt_tokens, completion_tokens,
-                   started_at, ended_at
+                   tokens_estimated, started_at, ended_at
               FROM chat_turn WHERE session_id = ? ORDER BY id""";
 
     public record SessionView(long pk, String sessionId, long version, long repliedVersion, String state,
@@ -115,6 +115,7 @@ public class SessionViews {
             t.put("modelCalls", rs.getInt("model_calls"));
             t.put("promptTokens", rs.getInt("prompt_tokens"));
             t.put("completionTokens", rs.getInt("completion_tokens"));
+            t.put("tokensEstimated", rs.getBoolean("tokens_estimated"));
             t.put("startedAt", DbTime.instant(rs, "started_at").toString());
             Instant ended = DbTime.instant(rs, "ended_at");
             t.put("endedAt", ended == null ? null : ended.toString());

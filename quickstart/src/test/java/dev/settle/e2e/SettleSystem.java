@@ -148,10 +148,15 @@ public final class SettleSystem implements AutoCloseable {
 
     /** POSTs and returns the raw status (for refusals). */
     public int postStatus(String sessionId, String text) {
+        return postRaw(sessionId, text).statusCode();
+    }
+
+    /** POSTs and returns the whole response, whatever its status. */
+    public HttpResponse<String> postRaw(String sessionId, String text) {
         return send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
                 .header("Authorization", "Bearer " + KEY)
                 .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build()).statusCode();
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build());
     }
 
     /** POSTs an empty body to {@code path}; returns the status. */

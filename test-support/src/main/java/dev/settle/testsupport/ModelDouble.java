@@ -41,6 +41,7 @@ public final class ModelDouble implements AutoCloseable {
     private final List<ModelRequest> requests = new CopyOnWriteArrayList<>();
     private final AtomicInteger sequence = new AtomicInteger();
     private final AtomicInteger cancelled = new AtomicInteger();
+    private volatile java.time.Instant lastCancelledAt;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final CountDownLatch closed = new CountDownLatch(1);
     private volatile CountDownLatch hangGate = new CountDownLatch(1);
@@ -91,6 +92,11 @@ public final class ModelDouble implements AutoCloseable {
         return cancelled.get();
     }
 
+    /** When the double last noticed a client had closed its stream (at a chunk write), or null. */
+    public java.time.Instant lastCancelledAt() {
+        return lastCancelledAt;
+    }
+
     public boolean awaitRequests(int n, Duration timeout) {
         return Await.until(() -> requests.size() >= n, timeout);
     }
@@ -115,6 +121,7 @@ public final class ModelDouble implements AutoCloseable {
         requests.clear();
         sequence.set(0);
         cancelled.set(0);
+        lastCancelledAt = null;
     }
 
     /**
@@ -167,6 +174,7 @@ public final class ModelDouble implements AutoCloseable {
         switch (CompletionWriter.write(ex, request, response, timing())) {
             case COMPLETED -> ex.close();
             case CLIENT_GONE -> {
+                lastCancelledAt = java.time.Instant.now();
                 cancelled.incrementAndGet();
                 throw new IOException("client closed the connection"); // the server then drops it
             }
