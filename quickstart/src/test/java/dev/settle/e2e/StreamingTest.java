@@ -131,6 +131,11 @@ class StreamingTest {
                 e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 10);
         long lastId = first.getLast().id();
         sleep(Duration.ofMillis(600)); // away while more deltas are produced
+        int lastSeq = first.getLast().data().get("seq").asInt();
+        int producedWhileAway = settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type = 'reply.delta' AND e.chunk_seq > ?""", Integer.class, s, lastSeq);
+        assertTrue(producedWhileAway > 0, "deltas were persisted while the client was away");
         // reconnect to another ingest-api instance: the stream comes from the database, not from memory
         String other = "http://127.0.0.1:" + SettleLauncher.port(secondIngest) + "/v1/sessions/" + s + "/events";
         List<SseClient.Event> second = SseClient.read(other, SettleSystem.KEY, lastId, e -> e.type().equals("reply.created"));
