@@ -61,12 +61,14 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
      *                      variable and the property {@code settle.webhook.allowprivate} are the same name)
      * @param maxRetryAfter cap on a receiver's {@code Retry-After} (429/503)
      * @param jitterSeed    seeds the jitter (tests); unset = a random seed
+     * @param claimMargin   how long a claim outlives the timeout (the attempt's bookkeeping must fit in it); a
+     *                      killed dispatcher's attempt is re-sent once timeout + margin have passed. Tests shorten it
      */
     public record Webhook(String url, String secret,
                           @DefaultValue({"0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"}) List<Duration> schedule,
                           @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval,
                           @DefaultValue("false") boolean allowprivate, @DefaultValue("1h") Duration maxRetryAfter,
-                          Long jitterSeed) {
+                          Long jitterSeed, @DefaultValue("15s") Duration claimMargin) {
         public Webhook {
             if (schedule == null || schedule.isEmpty() || schedule.stream().anyMatch(Duration::isNegative)) {
                 throw new IllegalStateException(
@@ -78,6 +80,10 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
             }
             if (maxRetryAfter.isNegative()) {
                 throw new IllegalStateException("settle.webhook.max-retry-after must not be negative");
+            }
+            if (claimMargin.isNegative() || claimMargin.isZero()) {
+                throw new IllegalStateException("SETTLE_WEBHOOK_CLAIMMARGIN (settle.webhook.claim-margin) must be "
+                        + "positive");
             }
             schedule = List.copyOf(schedule);
         }

@@ -35,7 +35,7 @@ import java.util.concurrent.atomic.LongAdder;
  *       that instances do not all race for the same row.</li>
  *   <li>Each attempt is claimed and sent on its own virtual thread: the loop waits neither on the database's
  *       commits nor on the network, so one slow or hanging endpoint holds only its own attempts. The claim lasts
- *       the timeout plus a margin; losing the claim race to another instance is normal and silent.</li>
+ *       the timeout plus a margin ({@code settle.webhook.claim-margin}, 15 s); losing the claim race to another instance is normal and silent.</li>
  *   <li>Endpoint disabled (410) and this is not an operator retry → FAILED without sending. Otherwise POST it
  *       ({@link WebhookSender}: SSRF guard, signatures, timeout) and apply the {@link AttemptVerdict}: delivered,
  *       retry after the jittered schedule delay or the receiver's Retry-After, or FAILED (dead letter).</li>
@@ -47,8 +47,6 @@ import java.util.concurrent.atomic.LongAdder;
 public class WebhookDispatcher implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(WebhookDispatcher.class);
     static final int BATCH = 50;
-    /** How long a claim outlives the timeout: the attempt's bookkeeping must fit in it. */
-    static final Duration CLAIM_MARGIN = Duration.ofSeconds(15);
     static final Duration STOP_GRACE = Duration.ofSeconds(3);
 
     private final DeliveryQueue queue;
@@ -123,7 +121,7 @@ public class WebhookDispatcher implements SmartLifecycle {
 
     private void claimAndAttempt(long id) {
         try {
-            DeliveryQueue.Claim claim = queue.claim(id, settings.timeout().plus(CLAIM_MARGIN), defaultUrl);
+            DeliveryQueue.Claim claim = queue.claim(id, settings.timeout().plus(settings.claimMargin()), defaultUrl);
             if (claim != null) {
                 claimed.increment();
                 attempt(claim);

@@ -43,7 +43,8 @@ class WebhookSettingsBindingTest {
                 "SETTLE_WEBHOOK_TIMEOUT", "3s",
                 "SETTLE_WEBHOOK_ALLOWPRIVATE", "true",
                 "SETTLE_WEBHOOK_MAXRETRYAFTER", "10m",
-                "SETTLE_WEBHOOK_JITTERSEED", "42"));
+                "SETTLE_WEBHOOK_JITTERSEED", "42",
+                "SETTLE_WEBHOOK_CLAIMMARGIN", "2s"));
         assertEquals("https://hooks.example.com/settle", w.url());
         assertEquals("whsec_a whsec_b", w.secret());
         assertEquals(List.of(Duration.ZERO, Duration.ofMillis(200), Duration.ofMillis(400)), w.schedule());
@@ -51,6 +52,7 @@ class WebhookSettingsBindingTest {
         assertTrue(w.allowprivate());
         assertEquals(Duration.ofMinutes(10), w.maxRetryAfter());
         assertEquals(42L, w.jitterSeed());
+        assertEquals(Duration.ofSeconds(2), w.claimMargin());
     }
 
     @Test
@@ -63,6 +65,7 @@ class WebhookSettingsBindingTest {
         assertFalse(w.allowprivate());
         assertEquals(Duration.ofHours(1), w.maxRetryAfter());
         assertNull(w.jitterSeed());
+        assertEquals(Duration.ofSeconds(15), w.claimMargin());
     }
 
     @Test
