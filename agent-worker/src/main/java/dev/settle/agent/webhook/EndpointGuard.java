@@ -17,7 +17,7 @@ import java.util.Locale;
  *   <li>The host is resolved once, and <em>every</em> address it resolves to is checked (one bad A/AAAA record
  *       refuses the URL: the HTTP client may pick any of them).</li>
  *   <li>Refused: unspecified (0.0.0.0/8, ::), loopback (127/8, ::1), private (10/8, 172.16/12, 192.168/16,
- *       fc00::/7, fec0::/10), link-local (169.254/16 with the 169.254.169.254 metadata address, fe80::/10), CGNAT
+ *       fc00::/7 with the fd00:ec2::254 metadata address, fec0::/10), link-local (169.254/16 with the 169.254.169.254 metadata address, fe80::/10), CGNAT
  *       (100.64/10), IETF/benchmark ranges (192.0.0/24, 198.18/15), multicast and reserved (224/4, 240/4, ff00::/8),
  *       and IPv4 embedded in IPv6 (::ffff:a.b.c.d mapped, ::a.b.c.d compatible, 64:ff9b::/96 NAT64, 2002::/16 6to4)
  *       whose IPv4 address is any of these.</li>
@@ -149,6 +149,10 @@ public final class EndpointGuard {
         return null;
     }
 
+    /** fd00:ec2::254, the IPv6 address of the EC2 instance metadata service (inside fc00::/7). */
+    private static final byte[] AWS_METADATA_V6 = {(byte) 0xfd, 0, 0x0e, (byte) 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0x02, 0x54};
+
     private static String forbiddenV6(byte[] b) {
         boolean first10Zero = true;
         for (int i = 0; i < 10; i++) {
@@ -169,6 +173,9 @@ public final class EndpointGuard {
         }
         int b0 = b[0] & 0xff;
         int b1 = b[1] & 0xff;
+        if (java.util.Arrays.equals(b, AWS_METADATA_V6)) {
+            return "the unique local cloud metadata address (fd00:ec2::254)";
+        }
         if ((b0 & 0xfe) == 0xfc) {
             return "a private (unique local) address (fc00::/7)";
         }

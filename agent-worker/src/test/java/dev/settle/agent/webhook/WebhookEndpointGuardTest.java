@@ -45,7 +45,8 @@ class WebhookEndpointGuardTest {
             "::1              | a loopback address (::1)",
             "fc00::1          | a private (unique local) address (fc00::/7)",
             "fd12:3456::1     | a private (unique local) address (fc00::/7)",
-            "fd00:ec2::254    | a private (unique local) address (fc00::/7)",
+            "fd00:ec2::254    | the unique local cloud metadata address (fd00:ec2::254)",
+            "fd00:ec2::253    | a private (unique local) address (fc00::/7)",
             "fe80::1          | a link-local address (fe80::/10)",
             "febf::1          | a link-local address (fe80::/10)",
             "fec0::1          | a private (site-local) address (fec0::/10)",
@@ -125,6 +126,61 @@ class WebhookEndpointGuardTest {
                 refused.getMessage());
         assertEquals(2, guard.check(URI.create("https://public.example/hook")).size());
         assertThrows(UnknownHostException.class, () -> guard.check(URI.create("https://nowhere.example/")));
+    }
+
+    /** A name whose only A/AAAA record is {@code address}: what an attacker's DNS zone can serve. */
+    static EndpointGuard resolvingTo(InetAddress address) {
+        return new EndpointGuard(false, host -> {
+            if (!host.equals("hook.example")) {
+                throw new UnknownHostException(host);
+            }
+            return new InetAddress[]{address};
+        });
+    }
+
+    /** The literal as a resolver may hand it out; {@code ::ffff:a.b.c.d} kept as an IPv6 address. */
+    static InetAddress address(String literal) throws UnknownHostException {
+        if (literal.startsWith("::ffff:")) {
+            byte[] b = new byte[16];
+            b[10] = (byte) 0xff;
+            b[11] = (byte) 0xff;
+            System.arraycopy(InetAddress.getByName(literal.substring(7)).getAddress(), 0, b, 12, 4);
+            return Inet6Address.getByAddress(null, b, -1);
+        }
+        return InetAddress.getByName(literal);
+    }
+
+    @ParameterizedTest(name = "hook.example → {0}")
+    @CsvSource(delimiter = '|', value = {
+            "127.0.0.1       | 127.0.0.1               | a loopback address (127.0.0.0/8)",
+            "::1             | 0:0:0:0:0:0:0:1         | a loopback address (::1)",
+            "169.254.169.254 | 169.254.169.254         | the link-local cloud metadata address (169.254.169.254)",
+            "fd00:ec2::254   | fd00:ec2:0:0:0:0:0:254  | the unique local cloud metadata address (fd00:ec2::254)",
+            "fd12:3456::1    | fd12:3456:0:0:0:0:0:1   | a private (unique local) address (fc00::/7)",
+            "fc00::1         | fc00:0:0:0:0:0:0:1      | a private (unique local) address (fc00::/7)",
+            "169.254.10.1    | 169.254.10.1            | a link-local address (169.254.0.0/16)",
+            "fe80::1         | fe80:0:0:0:0:0:0:1      | a link-local address (fe80::/10)",
+            "::ffff:10.0.0.1 | 0:0:0:0:0:ffff:a00:1    | the IPv4-mapped form of 10.0.0.1, a private address (10.0.0.0/8)",
+            "0.0.0.0         | 0.0.0.0                 | an unspecified address (0.0.0.0/8)",
+            "172.16.0.1      | 172.16.0.1              | a private address (172.16.0.0/12)",
+            "172.31.255.254  | 172.31.255.254          | a private address (172.16.0.0/12)",
+            "192.168.1.1     | 192.168.1.1             | a private address (192.168.0.0/16)",
+            "10.0.0.1        | 10.0.0.1                | a private address (10.0.0.0/8)",
+    })
+    void a_dns_name_resolving_into_a_forbidden_class_is_refused_with_the_class_named(String literal, String shown,
+                                                                                    String forbiddenClass)
+            throws Exception {
+        InetAddress resolved = address(literal);
+        EndpointGuard.Refused refused = assertThrows(EndpointGuard.Refused.class,
+                () -> resolvingTo(resolved).check(EndpointGuard.parse("https://hook.example/settle")));
+        assertEquals("refused: webhook host hook.example resolves to " + shown + ", " + forbiddenClass
+                + "; private networks are allowed only with SETTLE_WEBHOOK_ALLOWPRIVATE=true "
+                + "(settle.webhook.allowprivate)", refused.getMessage());
+        // the same name is let through when private networks are allowed, and refused only because of its address
+        assertEquals(List.of(resolved), new EndpointGuard(true, host -> new InetAddress[]{resolved})
+                .check(URI.create("https://hook.example/settle")));
+        assertEquals(1, resolvingTo(InetAddress.getByName("93.184.215.14"))
+                .check(URI.create("https://hook.example/settle")).size());
     }
 
     @Test
