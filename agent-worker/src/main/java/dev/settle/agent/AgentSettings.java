@@ -55,7 +55,7 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
      * @param secret        whsec_ secret(s), space separated during rotation: every one signs every attempt
      * @param schedule      delays before each attempt (the first is usually 0s); its length is the number of
      *                      attempts; each delay gets ±20 % jitter
-     * @param timeout       the whole exchange (connect, headers, body) must end within it; else the attempt failed
+     * @param timeout       the whole attempt (DNS lookup, connect, headers, body) must end within it; else it failed
      * @param allowprivate  allow endpoints in loopback, private, link-local, CGNAT networks
      *                      ({@code SETTLE_WEBHOOK_ALLOWPRIVATE}; named without a dash so that the environment
      *                      variable and the property {@code settle.webhook.allowprivate} are the same name)

@@ -18,6 +18,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -27,9 +29,10 @@ import java.util.concurrent.TimeoutException;
  * every configured secret (space-separated during rotation, so a receiver that knows any one of them verifies).
  *
  * <ol>
+ *   <li>One deadline (the timeout) for the whole attempt: DNS lookup, connect, headers and body. An endpoint that
+ *       answers late has not answered, and a hanging resolver cannot hold the attempt past its claim.</li>
  *   <li>The SSRF guard ({@link EndpointGuard}) resolves and checks the host; refused → nothing is sent.</li>
- *   <li>HTTP/1.1, redirects never followed (a 3xx is a failed attempt), one deadline for the whole exchange
- *       (connect, headers and body): an endpoint that answers late has not answered.</li>
+ *   <li>HTTP/1.1, redirects never followed (a 3xx is a failed attempt).</li>
  *   <li>Connections are pooled per host and port by the JDK client and every request waits on its own virtual
  *       thread, so a hanging endpoint holds only its own attempts.</li>
  * </ol>
@@ -114,17 +117,23 @@ public final class WebhookSender implements AutoCloseable {
             return Result.failed("the tenant's webhook secrets are invalid: " + e.getMessage() + "; not sent",
                     micros(started), false);
         }
+        long deadline = started + timeout.toNanos();
         URI uri;
         try {
             uri = EndpointGuard.parse(url);
-            guard.check(uri);
         } catch (EndpointGuard.Refused e) {
             return Result.failed(e.getMessage() + "; not sent", micros(started), false);
-        } catch (UnknownHostException e) {
-            return Result.failed("DNS: cannot resolve " + e.getMessage() + "; not sent", micros(started), false);
+        }
+        Result refused = checkWithin(uri, deadline, started);
+        if (refused != null) {
+            return refused;
+        }
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+            return Result.failed(timedOut(), micros(started), false);
         }
         HttpRequest.Builder request = HttpRequest.newBuilder(uri)
-                .timeout(timeout)
+                .timeout(Duration.ofNanos(left))
                 .header("Content-Type", "application/json")
                 .header("User-Agent", "Settle-Webhooks/1")
                 .header("webhook-id", webhookId)
@@ -144,7 +153,7 @@ public final class WebhookSender implements AutoCloseable {
         CompletableFuture<HttpResponse<Void>> exchange =
                 http.sendAsync(request.build(), HttpResponse.BodyHandlers.discarding());
         try {
-            HttpResponse<Void> r = exchange.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            HttpResponse<Void> r = exchange.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
             var h = r.headers();
             return new Result(r.statusCode(), null, micros(started), true, h.firstValue("retry-after").orElse(null),
                     h.firstValue("date").orElse(null), h.firstValue("webhook-delivery").orElse(null),
@@ -164,6 +173,48 @@ public final class WebhookSender implements AutoCloseable {
             return Result.failed("connection failed: " + cause, micros(started), true);
         } catch (CancellationException e) {
             return Result.failed(INTERRUPTED, micros(started), true);
+        }
+    }
+
+    /**
+     * The SSRF check, its DNS lookup included, under the attempt's deadline: a resolver that hangs must not hold
+     * the attempt (and its claim) past the timeout. The lookup runs on its own virtual thread; when the deadline
+     * passes first it is interrupted and abandoned (a blocked system lookup ends on its own).
+     *
+     * @return null when the URL may be called; otherwise the failed attempt (nothing sent)
+     */
+    private Result checkWithin(URI uri, long deadline, long started) {
+        Future<?> lookup;
+        try {
+            lookup = executor.submit(() -> {
+                guard.check(uri);
+                return null;
+            });
+        } catch (RejectedExecutionException e) { // closed: the worker is stopping
+            return Result.failed(INTERRUPTED, micros(started), false);
+        }
+        try {
+            lookup.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            return null;
+        } catch (TimeoutException e) {
+            lookup.cancel(true);
+            return Result.failed("timeout: resolving " + uri.getHost() + " took longer than the " + timeout.toMillis()
+                    + " ms deadline; not sent", micros(started), false);
+        } catch (InterruptedException e) {
+            lookup.cancel(true);
+            Thread.currentThread().interrupt();
+            return Result.failed(INTERRUPTED, micros(started), false);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (cause instanceof EndpointGuard.Refused) {
+                return Result.failed(cause.getMessage() + "; not sent", micros(started), false);
+            }
+            if (cause instanceof UnknownHostException) {
+                return Result.failed("DNS: cannot resolve " + cause.getMessage() + "; not sent", micros(started),
+                        false);
+            }
+            return Result.failed("DNS: resolving " + uri.getHost() + " failed: " + cause + "; not sent",
+                    micros(started), false);
         }
     }
 
