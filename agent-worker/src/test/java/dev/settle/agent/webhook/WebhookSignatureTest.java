@@ -27,7 +27,9 @@ class WebhookSignatureTest {
     @BeforeAll
     static void start() {
         receiver = WebhookReceiver.start();
-        oneSecret = WebhookNode.start("sig1", Map.of("settle.webhook.url", receiver.url()));
+        // a retry gap of at least 1.4 s × 0.8 = 1.12 s (jitter): the second attempt falls in a later second
+        oneSecret = WebhookNode.start("sig1", Map.of("settle.webhook.url", receiver.url(),
+                "settle.webhook.schedule", "0s,1400ms"));
         // rotation: the old and the new secret, space separated, both sign every attempt
         twoSecrets = new WebhookNode(SharedInfra.newDatabase("sig2"),
                 Map.of("settle.webhook.url", receiver.url(), "settle.webhook.secret", SECRET + " " + SECRET_2));
@@ -59,7 +61,21 @@ class WebhookSignatureTest {
             assertFalse(WebhookReceiver.verify(WRONG, d));
             assertEquals("application/json", d.headers().get("content-type").getFirst());
         }
-        assertTrue(Long.parseLong(all.get(1).webhookTimestamp()) >= Long.parseLong(all.get(0).webhookTimestamp()));
+        long first = Long.parseLong(all.get(0).webhookTimestamp());
+        long second = Long.parseLong(all.get(1).webhookTimestamp());
+        assertTrue(second > first, "webhook-timestamp is per attempt: " + first + " then " + second);
+        // each attempt's timestamp is the database clock when that attempt was claimed and opened
+        List<Long> startedMicros = oneSecret.jdbc.queryForList("""
+                SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', started_at) FROM webhook_attempt
+                 WHERE delivery_id = ? ORDER BY attempt_no""", Long.class, id);
+        assertEquals(2, startedMicros.size());
+        for (int i = 0; i < 2; i++) {
+            long ts = Long.parseLong(all.get(i).webhookTimestamp());
+            long started = startedMicros.get(i);
+            assertTrue(ts * 1_000_000 <= started && started < (ts + 2) * 1_000_000,
+                    "attempt " + (i + 1) + ": webhook-timestamp " + ts + ", started at " + started + " µs");
+        }
+        assertTrue(startedMicros.get(1) - startedMicros.get(0) >= 1_120_000, "the retry gap: " + startedMicros);
         WebhookNode.await("delivered", LONG, () -> "DELIVERED".equals(oneSecret.status(id)));
         // the row was queued without an endpoint: the claim stamped the configured one on it
         assertEquals(receiver.url(), oneSecret.row(id).get("endpoint_url"));
