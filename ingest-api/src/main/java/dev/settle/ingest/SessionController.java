@@ -75,7 +75,8 @@ public class SessionController {
 
     /**
      * Server-Sent Events of the session: message.accepted, turn.started, reply.delta, tool.started,
-     * tool.completed, turn.discarded, reply.created, turn.failed. Resume with {@code Last-Event-ID}.
+     * tool.completed, turn.discarded, reply.created, turn.failed, delivery.exhausted (a webhook delivery of the
+     * session became FAILED; see docs/WEBHOOKS.md). Resume with {@code Last-Event-ID}.
      */
     @GetMapping("/events")
     public void events(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,

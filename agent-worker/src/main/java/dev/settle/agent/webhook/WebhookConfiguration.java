@@ -1,6 +1,8 @@
 package dev.settle.agent.webhook;
 
 import dev.settle.agent.AgentSettings;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -9,6 +11,7 @@ import java.util.Random;
 /** The webhook pieces built from {@code settle.webhook.*}; the checks that can fail do so at startup. */
 @Configuration(proxyBeanMethods = false)
 public class WebhookConfiguration {
+    private static final Logger log = LoggerFactory.getLogger(WebhookConfiguration.class);
 
     @Bean
     EndpointGuard endpointGuard(AgentSettings settings) {
@@ -22,7 +25,12 @@ public class WebhookConfiguration {
 
     @Bean(destroyMethod = "close")
     WebhookSender webhookSender(AgentSettings settings, EndpointGuard guard) {
-        return new WebhookSender(settings.webhook().secret(), settings.webhook().timeout(), guard);
+        String secret = settings.webhook().secret();
+        if (secret == null || secret.isBlank()) {
+            log.warn("SETTLE_WEBHOOK_SECRET is not set: webhooks go out unsigned (no webhook-signature header), "
+                    + "so receivers cannot verify them; tenants with their own secrets are still signed");
+        }
+        return new WebhookSender(secret, settings.webhook().timeout(), guard);
     }
 
     @Bean
