@@ -18,6 +18,7 @@ import static dev.settle.e2e.SettleSystem.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -81,6 +82,20 @@ class WebhookReplayTest {
                 List.of(failedList.get(0).get("id").asLong(), failedList.get(1).get("id").asLong()));
         assertEquals(2, settle.jdbc.queryForObject(
                 "SELECT COUNT(*) FROM session_event WHERE type = 'delivery.exhausted'", Integer.class));
+        // and a client of the session's event stream reads it
+        List<SseClient.Event> events = assertTimeoutPreemptively(LONG, () -> SseClient.read(
+                settle.baseUrl() + "/v1/sessions/" + first + "/events", SettleSystem.KEY, null,
+                e -> e.type().equals("delivery.exhausted")));
+        SseClient.Event exhausted = events.getLast();
+        assertEquals("delivery.exhausted", exhausted.type());
+        assertEquals(1, events.stream().filter(e -> e.type().equals("delivery.exhausted")).count());
+        assertTrue(events.stream().anyMatch(e -> e.type().equals("reply.created")), "after the reply it was about");
+        assertEquals(dead.get("id").asLong(), exhausted.data().get("deliveryId").asLong());
+        assertEquals(dead.get("webhookId").asString(), exhausted.data().get("webhookId").asString());
+        assertEquals("reply.created", exhausted.data().get("eventType").asString());
+        assertEquals(1, exhausted.data().get("attempts").asInt());
+        assertEquals(410, exhausted.data().get("lastStatus").asInt());
+        assertEquals(dead.get("lastError").asString(), exhausted.data().get("reason").asString());
 
         // the receiver is back: the operator retries the first dead letter
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(200));

@@ -5,11 +5,13 @@ import org.junit.jupiter.api.Test;
 
 import java.sql.Timestamp;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 
 import static dev.settle.agent.webhook.WebhookNode.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -51,6 +53,44 @@ class WebhookCrashTest {
                     new AttemptVerdict.Retry(Duration.ZERO, 500, "HTTP 500")));
             assertEquals("DELIVERED", node.status(id));
             assertEquals(500, node.attempts(id).get(0).get("status_code"));
+        }
+    }
+
+    @Test
+    void a_handed_back_attempt_uses_one_step_of_the_schedule_and_is_always_followed_by_one_more() {
+        try (WebhookNode node = WebhookNode.start("crash-steps", Map.of("settle.webhook.schedule", "0s,0s,0s"))) {
+            node.bean(WebhookDispatcher.class).stop(); // this test is the dispatcher
+            DeliveryQueue queue = node.bean(DeliveryQueue.class);
+            RetrySchedule schedule = node.bean(RetrySchedule.class);
+            long id = node.enqueue(node.session("crash-3"), "crash-3", "http://127.0.0.1:9/hooks", "steps");
+            WebhookSender.Result failed = new WebhookSender.Result(500, null, 1000, true, null, null, null, null);
+            WebhookSender.Result stopped = new WebhookSender.Result(null, WebhookSender.INTERRUPTED, 1000, true, null,
+                    null, null, null);
+
+            DeliveryQueue.Claim first = queue.claim(id, Duration.ofSeconds(30), null);
+            assertEquals(1, first.attemptInRound());
+            assertTrue(queue.finish(first, null, 1000, WebhookSender.INTERRUPTED,
+                    AttemptVerdict.of(stopped, first.attemptInRound(), schedule, Duration.ofHours(1), Instant.now())));
+            DeliveryQueue.Claim second = queue.claim(id, Duration.ofSeconds(30), null);
+            assertNotNull(second, "handed back: due at once");
+            assertEquals(2, second.attemptInRound(), "the handed-back attempt counted");
+            assertTrue(queue.finish(second, 500, 1000, "HTTP 500",
+                    AttemptVerdict.of(failed, second.attemptInRound(), schedule, Duration.ofHours(1), Instant.now())));
+            DeliveryQueue.Claim third = queue.claim(id, Duration.ofSeconds(30), null);
+            assertEquals(3, third.attemptInRound());
+            // the schedule's last attempt is handed back: one more attempt follows all the same
+            AttemptVerdict released = AttemptVerdict.of(stopped, 3, schedule, Duration.ofHours(1), Instant.now());
+            assertInstanceOf(AttemptVerdict.Released.class, released);
+            assertTrue(queue.finish(third, null, 1000, WebhookSender.INTERRUPTED, released));
+            DeliveryQueue.Claim fourth = queue.claim(id, Duration.ofSeconds(30), null);
+            assertNotNull(fourth);
+            assertEquals(4, fourth.attemptInRound());
+            AttemptVerdict last = AttemptVerdict.of(failed, 4, schedule, Duration.ofHours(1), Instant.now());
+            assertEquals(new AttemptVerdict.Failed(500, "exhausted: 4 attempts failed, the last with HTTP 500", false),
+                    last);
+            assertTrue(queue.finish(fourth, 500, 1000, "HTTP 500", last));
+            assertEquals("FAILED", node.status(id));
+            assertEquals(4, node.row(id).get("attempts"));
         }
     }
 
