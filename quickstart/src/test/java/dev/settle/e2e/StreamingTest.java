@@ -397,4 +397,33 @@ class StreamingTest {
         await("idle", LONG, () -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         assertEquals(2, settle.post(s, "C " + s).get("version").asLong());
     }
+
+    /**
+     * The commit checks that what was persisted is what the model said. A chunk lost after it was written (its
+     * row deleted behind the agent's back, mid-stream) makes the read-back differ: the turn fails loudly
+     * (FAILED, turn.failed, a reply.failed webhook) and no reply with missing text is ever committed.
+     */
+    @Test
+    void a_persisted_stream_that_differs_from_the_model_text_fails_the_turn_and_commits_nothing() {
+        String s = SettleSystem.newSessionId();
+        settle.model.respondWith(r -> r.body().contains(s)
+                ? ModelResponse.text(words("answer", 60)).chunkSize(6).chunkDelay(Duration.ofMillis(30)) : ModelDouble.echo(r));
+        settle.post(s, "tell me " + s);
+        await("a few deltas persisted", LONG, () -> settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
+        assertEquals(1, settle.jdbc.update("""
+                DELETE e FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type = 'reply.delta' AND e.chunk_seq = 1""", s));
+        await("the turn ended", LONG, () -> !settle.turnStates(s).contains("RUNNING") && !settle.turnStates(s).isEmpty());
+        assertEquals(List.of("FAILED"), settle.turnStates(s));
+        JsonNode turn = settle.get("/v1/sessions/" + s + "/turns").get("turns").get(0);
+        assertEquals("persisted stream differs from the model's text", turn.get("reason").asString());
+        assertEquals(0, settle.replies(s).size(), "no reply with missing text");
+        await("reply.failed sent", LONG, () -> settle.webhooks(s).size() == 1);
+        assertEquals("reply.failed", settle.webhooks(s).getFirst().json().get("type").asString());
+        assertEquals(1, (int) settle.jdbc.queryForObject("""
+                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type = 'turn.failed'""", Integer.class, s));
+    }
 }
