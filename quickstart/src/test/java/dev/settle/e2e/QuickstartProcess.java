@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -16,11 +17,27 @@ final class QuickstartProcess implements AutoCloseable {
     private final Process process;
     final Path log;
 
-    /** @param tmp its java.io.tmpdir, so that the test can delete what a killed quickstart leaves there */
+    /**
+     * The quickstart from the test classpath.
+     *
+     * @param tmp its java.io.tmpdir, so that the test can delete what a killed quickstart leaves there
+     */
     QuickstartProcess(Map<String, String> env, Path log, Path tmp) throws IOException {
+        this(List.of("-cp", System.getProperty("java.class.path"), Quickstart.class.getName()), env, log, tmp);
+    }
+
+    /** The quickstart as the README runs it: {@code java -jar settle-quickstart.jar}. */
+    static QuickstartProcess jar(Path jar, Map<String, String> env, Path log, Path tmp) throws IOException {
+        return new QuickstartProcess(List.of("-jar", jar.toString()), env, log, tmp);
+    }
+
+    /** @param launch what follows the JVM options: a class path and main class, or {@code -jar} and a jar */
+    private QuickstartProcess(List<String> launch, Map<String, String> env, Path log, Path tmp) throws IOException {
+        // the JDK running this test: the one the Maven toolchain selected (21+)
         String java = ProcessHandle.current().info().command().orElse("java");
-        ProcessBuilder builder = new ProcessBuilder(List.of(java, "-Xmx768m", "-Djava.io.tmpdir=" + tmp,
-                "-cp", System.getProperty("java.class.path"), Quickstart.class.getName()));
+        List<String> command = new ArrayList<>(List.of(java, "-Xmx768m", "-Djava.io.tmpdir=" + tmp));
+        command.addAll(launch);
+        ProcessBuilder builder = new ProcessBuilder(command);
         // only what the test chooses: no SETTLE_* or SPRING_* inherited from whoever runs the build
         builder.environment().keySet().removeIf(k -> k.startsWith("SETTLE_") || k.startsWith("SPRING_") || k.startsWith("SERVER_"));
         builder.environment().putAll(env);
