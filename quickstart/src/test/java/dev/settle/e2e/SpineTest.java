@@ -1,15 +1,21 @@
 package dev.settle.e2e;
 
+import dev.settle.debounce.DebounceTimers;
 import dev.settle.ingest.ApiKeyFilter;
 import dev.settle.ingest.MessageAcceptance;
 import dev.settle.ingest.MessageRequest;
+import dev.settle.schema.MessageAccepted;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
 import dev.settle.testsupport.WebhookReceiver;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 import tools.jackson.databind.JsonNode;
 
 import java.time.Duration;
@@ -154,6 +160,44 @@ class SpineTest {
         assertEquals(1, settle.replies(s).size());
         assertEquals(1, settle.webhooks(s).size());
         assertEquals(1, settle.modelCallsMentioning("lost event " + s));
+    }
+
+    /**
+     * Issue test 8 as written: the timer was armed and fired (its row is gone, as {@code TimerFirer} leaves it), but
+     * the SessionReady never reached an agent. Armed and deleted in one transaction of the debounce worker, so the
+     * running firer never sees the row and publishes nothing; only the sweeper can wake the session.
+     */
+    @Test
+    void a_session_ready_event_that_never_arrives_is_answered_by_the_sweeper() {
+        String s = SettleSystem.newSessionId();
+        String text = "lost ready " + s;
+        MeterRegistry debounceMeters = settle.debounce.getBean(MeterRegistry.class);
+        double sweeperFiresBefore = debounceMeters.counter("settle.debounce.fires", "cause", "sweeper").count();
+        // committed exactly as the API does; its MessageAccepted is handled right here instead of by the broker
+        MessageAcceptance.Accepted accepted = settle.ingest.getBean(MessageAcceptance.class)
+                .accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, text, null, "x"));
+        DebounceTimers timers = settle.debounce.getBean(DebounceTimers.class);
+        JdbcClient debounceDb = settle.debounce.getBean(JdbcClient.class);
+        new TransactionTemplate(settle.debounce.getBean(PlatformTransactionManager.class)).executeWithoutResult(tx -> {
+            assertTrue(timers.arm(new MessageAccepted(accepted.sessionPk(), accepted.version(),
+                    accepted.acceptedAt(), accepted.oldestUnansweredAt())), "the timer was armed");
+            // the firer's delete, without its publish: a SessionReady lost on the way to the agents
+            assertEquals(1, debounceDb.sql("DELETE FROM debounce_timer WHERE session_id = ?")
+                    .param(accepted.sessionPk()).update(), "the fired timer's row deleted");
+        });
+
+        await("the sweeper answered", LONG, () -> settle.webhooks(s).size() == 1);
+        sleep(Duration.ofSeconds(1));
+        assertEquals(1, settle.replies(s).size());
+        assertEquals(1, settle.replies(s).getFirst()[0]);
+        assertEquals(1, settle.replies(s).getFirst()[1]);
+        assertEquals(1, settle.webhooks(s).size());
+        assertEquals("reply.created", settle.webhooks(s).getFirst().json().get("type").asString());
+        assertEquals(1, settle.webhooks(s).getFirst().json().get("data").get("coversVersion").asLong());
+        assertEquals(1, settle.modelCallsMentioning(text));
+        assertEquals(List.of("COMMITTED"), settle.turnStates(s));
+        assertTrue(debounceMeters.counter("settle.debounce.fires", "cause", "sweeper").count() > sweeperFiresBefore,
+                "the wake-up came from a timer the sweeper armed");
     }
 
     @Test
