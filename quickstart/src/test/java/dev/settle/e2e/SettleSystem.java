@@ -104,6 +104,14 @@ public final class SettleSystem implements AutoCloseable {
         return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", agentGroup()));
     }
 
+    /**
+     * Another agent worker instance in a consumer group of its own: it receives every SessionReady, as does each
+     * instance already running, instead of sharing the partitions with them.
+     */
+    public ConfigurableApplicationContext startAgentInOwnGroup(String name) {
+        return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", agentGroup() + "-" + name));
+    }
+
     /** Another debounce-worker instance in the same consumer group. */
     public ConfigurableApplicationContext startDebounceWorker() {
         return launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
