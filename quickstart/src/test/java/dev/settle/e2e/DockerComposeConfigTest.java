@@ -45,7 +45,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DockerComposeConfigTest {
     static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
     static final List<String> APPS = List.of("ingest-api", "debounce-worker", "agent-worker");
-    static final Pattern VARIABLE = Pattern.compile("\\$\\{([A-Z0-9_]+)(?::-([^}]*))?}");
+    /** {@code ${VAR}}, {@code ${VAR:-default}} and {@code ${VAR:?message}} (required: Compose stops when unset or empty). */
+    static final Pattern VARIABLE = Pattern.compile("\\$\\{([A-Z0-9_]+)(?:(:-|:\\?)([^}]*))?}");
 
     /** A value for each host variable the file reads, distinct from every default, so that a default cannot pass for it. */
     static final Map<String, String> PROBES = Map.ofEntries(
@@ -53,6 +54,7 @@ class DockerComposeConfigTest {
             entry("SETTLE_API_KEY", "probe-api-key"),
             entry("SETTLE_WEBHOOK_URL", "https://hooks.probe.invalid/settle"),
             entry("SETTLE_WEBHOOK_SECRET", "whsec_cHJvYmUtc2VjcmV0"),
+            entry("SETTLE_WEBHOOK_ALLOWPRIVATE", "true"),
             entry("SETTLE_LLM_URL", "http://llm.probe.invalid:11434/v1"),
             entry("SETTLE_LLM_MODEL", "probe-model"),
             entry("SETTLE_LLM_KEY", "probe-llm-key"),
@@ -81,7 +83,8 @@ class DockerComposeConfigTest {
                     entry("SETTLE_LLM_MODEL", new Check(b -> agent(b).llm().model(), s -> s)),
                     entry("SETTLE_LLM_KEY", new Check(b -> agent(b).llm().key(), s -> s)),
                     entry("SETTLE_WEBHOOK_URL", new Check(b -> agent(b).webhook().url(), s -> s)),
-                    entry("SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s)))));
+                    entry("SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s)),
+                    entry("SETTLE_WEBHOOK_ALLOWPRIVATE", new Check(b -> agent(b).webhook().allowprivate(), Boolean::valueOf)))));
 
     record Check(Function<Binder, Object> bound, Function<String, Object> parse) {
     }
@@ -96,15 +99,19 @@ class DockerComposeConfigTest {
     }
 
     @Test
-    void with_nothing_set_every_default_is_a_value_the_application_accepts() throws IOException {
+    void with_only_the_required_api_key_set_every_default_is_a_value_the_application_accepts() throws IOException {
+        Map<String, String> host = Map.of("SETTLE_API_KEY", "change-me");
         for (String app : APPS) {
-            Map<String, String> env = environment(app, Map.of());
+            Map<String, String> env = environment(app, host);
             assertBound(app, env);
             assertEquals("jdbc:mysql://mysql:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true",
                     env.get("SPRING_DATASOURCE_URL"), app);
             assertEquals("kafka:9092", env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"), app);
         }
-        assertEquals("dev-key", environment("ingest-api", Map.of()).get("SETTLE_API_KEY"));
+        assertEquals("change-me", environment("ingest-api", host).get("SETTLE_API_KEY"));
+        // the SSRF guard stays on unless asked: webhook URLs on private addresses are refused by default
+        assertEquals("false", environment("agent-worker", host).get("SETTLE_WEBHOOK_ALLOWPRIVATE"));
+        assertEquals(false, agent(binder(environment("agent-worker", host))).webhook().allowprivate());
         // each worker's actuator is published on the port it listens on
         assertEquals(List.of("${SETTLE_DEBOUNCE_PORT:-8081}:8081"), services().get("debounce-worker").get("ports"));
         assertEquals("8081", environment("debounce-worker", Map.of()).get("SERVER_PORT"));
@@ -132,6 +139,17 @@ class DockerComposeConfigTest {
         }
     }
 
+    /** ingest-api refuses to start without a key, so the file has no default for it: Compose itself stops first. */
+    @Test
+    void without_settle_api_key_compose_refuses_to_start_the_ingest_api() throws IOException {
+        for (Map<String, String> host : List.of(Map.<String, String>of(), Map.of("SETTLE_API_KEY", ""))) {
+            IllegalStateException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> environment("ingest-api", host));
+            assertEquals("SETTLE_API_KEY: set SETTLE_API_KEY", refused.getMessage());
+        }
+        assertEquals("${SETTLE_API_KEY:?set SETTLE_API_KEY}", env(services().get("ingest-api")).get("SETTLE_API_KEY"));
+    }
+
     /**
      * Compose's own validation, where a Compose is installed ({@code docker compose} plugin or
      * {@code docker-compose}); skipped with the reason printed otherwise. Needs no Docker engine.
@@ -153,7 +171,9 @@ class DockerComposeConfigTest {
             }
             List<String> command = new java.util.ArrayList<>(compose);
             command.addAll(List.of("-f", ROOT.resolve("docker-compose.yml").toString(), "config", "-q"));
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            builder.environment().put("SETTLE_API_KEY", "change-me"); // required: the file gives it no default
+            Process p = builder.start();
             String output = new String(p.getInputStream().readAllBytes());
             int exit = p.waitFor();
             System.out.println("DockerComposeConfigTest: " + String.join(" ", compose) + " config -q exited " + exit);
@@ -167,8 +187,7 @@ class DockerComposeConfigTest {
 
     /** Binds the environment as Spring Boot binds a process's and compares each value with where it landed. */
     private static void assertBound(String app, Map<String, String> env) {
-        Binder binder = new Binder(ConfigurationPropertySources.from(new SystemEnvironmentPropertySource(
-                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, new HashMap<>(env))));
+        Binder binder = binder(env);
         env.forEach((name, value) -> {
             Check check = BINDS.get(app).get(name);
             assertNotNull(check, app + " sets " + name + ", which it does not bind");
@@ -176,13 +195,29 @@ class DockerComposeConfigTest {
         });
     }
 
-    /** A service's environment after interpolation, as Compose does it: {@code ${VAR:-default}} and {@code ${VAR}}. */
+    /** A process environment as Spring Boot binds it. */
+    private static Binder binder(Map<String, String> env) {
+        return new Binder(ConfigurationPropertySources.from(new SystemEnvironmentPropertySource(
+                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, new HashMap<>(env))));
+    }
+
+    /**
+     * A service's environment after interpolation, as Compose does it: {@code ${VAR}}, {@code ${VAR:-default}} (the
+     * default when unset or empty) and {@code ${VAR:?message}} (an error when unset or empty).
+     */
     private static Map<String, String> environment(String service, Map<String, String> host) throws IOException {
         Map<String, String> env = new LinkedHashMap<>();
         env(services().get(service)).forEach((name, value) -> {
             Matcher m = VARIABLE.matcher(value);
-            env.put(name, m.replaceAll(v -> Matcher.quoteReplacement(
-                    host.getOrDefault(v.group(1), v.group(2) == null ? "" : v.group(2)))));
+            env.put(name, m.replaceAll(v -> {
+                String set = host.get(v.group(1));
+                boolean empty = set == null || set.isEmpty();
+                if (":?".equals(v.group(2)) && empty) {
+                    throw new IllegalStateException(v.group(1) + ": " + v.group(3));
+                }
+                String fallback = ":-".equals(v.group(2)) ? v.group(3) : "";
+                return Matcher.quoteReplacement(empty ? fallback : set);
+            }));
         });
         return env;
     }
