@@ -90,6 +90,11 @@ public final class SettleSystem implements AutoCloseable {
         this.group = group;
         launcher = new SettleLauncher(shared);
         ingest = launcher.startIngestApi(Map.of("server.port", "0"));
+        // session ids of this system's schema start at a base no other system of this JVM uses: the broker and its
+        // topics are shared, a new consumer group reads them from the start, and another system's events (keyed
+        // by internal session id) would otherwise wake a session of this one that happens to have the same id
+        ingest.getBean(JdbcTemplate.class).execute("ALTER TABLE chat_session AUTO_INCREMENT = "
+                + SESSION_ID_BLOCK * SYSTEMS.incrementAndGet());
         debounce = launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
         agent = withAgent ? startAgent() : null;
         jdbc = ingest.getBean(JdbcTemplate.class);
@@ -98,6 +103,8 @@ public final class SettleSystem implements AutoCloseable {
 
     private final String group;
     private final Map<String, Object> shared;
+    private static final java.util.concurrent.atomic.AtomicLong SYSTEMS = new java.util.concurrent.atomic.AtomicLong();
+    private static final long SESSION_ID_BLOCK = 10_000_000L;
 
     /** Another agent worker instance in the same consumer group. */
     public ConfigurableApplicationContext startAgent() {

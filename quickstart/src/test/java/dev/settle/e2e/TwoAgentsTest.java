@@ -3,7 +3,6 @@ package dev.settle.e2e;
 import dev.settle.schema.EventCodec;
 import dev.settle.schema.SessionReady;
 import dev.settle.schema.Topics;
-import dev.settle.testsupport.EmbeddedKafka;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.WebhookReceiver;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -30,9 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * Two agent-worker instances on the same events, every SessionReady delivered three times, bursts posted
  * concurrently from several "devices": never two replies for one version, exactly one per burst. Once with the two
  * instances in one consumer group (a session's events reach one of them at a time, until a rebalance), once in two
- * groups (both receive every event and race for every lease). Each on a broker of its own: a new consumer group
- * reads the topic from the start, and another system's SessionReady (same internal session ids, other database)
- * would wake a session mid-burst.
+ * groups (both receive every event and race for every lease). Both on the JVM's shared broker: a new consumer group
+ * reads the topics from the start, but every {@link SettleSystem} numbers its sessions from a block of its own, so
+ * another system's old events wake nothing here.
  */
 class TwoAgentsTest {
     /** Hints sent for every session after its burst, on top of its timer's. */
@@ -49,8 +48,7 @@ class TwoAgentsTest {
 
     @Test
     void sixty_concurrent_bursts_with_duplicated_events_get_exactly_one_reply_each() throws Exception {
-        try (EmbeddedKafka broker = EmbeddedKafka.start(0);
-             SettleSystem settle = new SettleSystem("twoagents", true, UNDER_LOAD, broker.bootstrapServers())) {
+        try (SettleSystem settle = new SettleSystem("twoagents", true, UNDER_LOAD, null)) {
             settle.startAgent();
             burstsGetExactlyOneReplyEach(settle, 60);
         }
@@ -58,8 +56,7 @@ class TwoAgentsTest {
 
     @Test
     void two_agents_in_different_consumer_groups_both_get_every_event_and_still_one_reply_per_burst() throws Exception {
-        try (EmbeddedKafka broker = EmbeddedKafka.start(0);
-             SettleSystem settle = new SettleSystem("twogroups", true, UNDER_LOAD, broker.bootstrapServers())) {
+        try (SettleSystem settle = new SettleSystem("twogroups", true, UNDER_LOAD, null)) {
             ConfigurableApplicationContext other = settle.startAgentInOwnGroup("b");
             List<String> ids = burstsGetExactlyOneReplyEach(settle, 40);
 
