@@ -161,4 +161,33 @@ class MessageIngestTest {
         assertEquals(text, json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0).get("text").asString());
         assertTrue(json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0).get("createdAt").asString().endsWith("Z"));
     }
+
+    /** The limits are inclusive: 16,000 characters (code points) and a 64 KiB body are accepted, one more is not. */
+    @Test
+    void text_of_exactly_16000_characters_and_a_body_of_exactly_64_KiB_are_accepted_one_more_is_413() {
+        String s = sid();
+        String path = "/v1/sessions/" + s + "/messages";
+        String ascii = "a".repeat(16_000);
+        HttpResponse<String> atLimit = app.post(path, "application/json", "{\"text\":\"" + ascii + "\"}");
+        assertEquals(202, atLimit.statusCode(), atLimit.body());
+        String emoji = "\uD83C\uDF5C".repeat(16_000); // 16,000 code points, 32,000 UTF-16 chars, 64,000 bytes
+        HttpResponse<String> wide = app.post(path, "application/json", "{\"text\":\"" + emoji + "\"}");
+        assertEquals(202, wide.statusCode(), wide.body());
+        assertEquals(413, app.post(path, "application/json", "{\"text\":\"" + ascii + "a\"}").statusCode());
+
+        String json = "{\"text\":\"padded\"}";
+        String exactly64KiB = json + " ".repeat(64 * 1024 - json.length());
+        assertEquals(64 * 1024, exactly64KiB.getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
+        HttpResponse<String> fullBody = app.post(path, "application/json", exactly64KiB);
+        assertEquals(202, fullBody.statusCode(), fullBody.body());
+        HttpResponse<String> over = app.post(path, "application/json", exactly64KiB + " ");
+        assertEquals(413, over.statusCode());
+        assertEquals("application/problem+json", over.headers().firstValue("Content-Type").orElse(""));
+
+        JsonNode messages = json(app.get(path)).get("messages");
+        assertEquals(3, messages.size(), "the two refusals stored nothing");
+        assertEquals(ascii, messages.get(0).get("text").asString());
+        assertEquals(emoji, messages.get(1).get("text").asString());
+        assertEquals("padded", messages.get(2).get("text").asString());
+    }
 }
