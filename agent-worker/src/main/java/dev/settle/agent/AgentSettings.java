@@ -94,7 +94,8 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
     }
 
     /**
-     * @param maxInFlight turns one worker runs at once; further SessionReady events wait
+     * @param maxInFlight  turns one worker runs at once; further SessionReady events wait
+     * @param historyLimit committed messages before the unanswered span that the model sees (all unanswered ones are)
      * @param orphanScan  take over sessions whose holder's lease expired, without waiting for an event
      * @param maxRounds   model↔tool rounds per turn; the last round is offered no tools, so it answers in words
      * @param toolTimeout a tool execution stuck longer than this is FAILED by the reaper (default 2 × lease TTL)
