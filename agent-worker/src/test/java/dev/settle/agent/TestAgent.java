@@ -14,7 +14,8 @@ public final class TestAgent implements AutoCloseable {
     public final ConfigurableApplicationContext context;
     public final JdbcTemplate jdbc;
 
-    public TestAgent(String hint, Map<String, Object> extra) {
+    /** @param beans extra singletons for the context (e.g. test tools), registered before it starts */
+    public TestAgent(String hint, Map<String, Object> extra, Object... beans) {
         Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
         props.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
@@ -25,7 +26,13 @@ public final class TestAgent implements AutoCloseable {
         props.put("spring.datasource.hikari.maximum-pool-size", "40");
         props.put("settle.agent.orphan-scan", "false");
         props.putAll(extra);
-        context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props).run();
+        context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props)
+                .initializers(c -> {
+                    for (Object bean : beans) {
+                        c.getBeanFactory().registerSingleton(bean.getClass().getName(), bean);
+                    }
+                })
+                .run();
         jdbc = context.getBean(JdbcTemplate.class);
     }
 

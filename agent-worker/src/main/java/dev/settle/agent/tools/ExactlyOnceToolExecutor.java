@@ -35,12 +35,15 @@ import java.util.Map;
  *   <li>Take it to EXECUTING with a guarded UPDATE under the live lease (this also takes over the call of a
  *       holder that died before its commit: its effect never committed).</li>
  *   <li>One transaction: lock the session row under our live lease ({@code FOR UPDATE}: no takeover can
- *       interleave), run the tool (its JDBC writes join the transaction), mark COMPLETED guarded by our token,
- *       commit. No lease → roll back: a holder that lost its lease cannot record a side effect.</li>
+ *       interleave), run the tool (its JDBC writes join the transaction), mark COMPLETED guarded by our token
+ *       <em>and</em> our lease still being live (a holder paused inside the tool past its TTL is dead even if
+ *       nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
+ *       effect.</li>
  *   <li>The tool refused its arguments → FAILED (not retryable) with an error the model can read; nothing was
  *       written.</li>
  * </ol>
- * Read-only tools run directly and are recorded as COMPLETED pairs without a key.
+ * Read-only tools run directly and are recorded as COMPLETED pairs without a key, under the same live-lease
+ * guard: a fenced-out holder cannot put a result into its successor's context.
  */
 @Component
 public class ExactlyOnceToolExecutor {
@@ -129,8 +132,9 @@ public class ExactlyOnceToolExecutor {
                         throw new LeaseLostException();
                     }
                     String result = invoke(tool, request, executionId);
+                    // token and expiry again: the lock kept others out, not the clock
                     if (!executions.complete(executionId, result, lease.token())) {
-                        throw new LeaseLostException();
+                        throw new LeaseLostException(); // rolls the side effect back
                     }
                     event(executionId, request, "COMPLETED", result, "tool.completed");
                     return result;
@@ -150,6 +154,7 @@ public class ExactlyOnceToolExecutor {
             } catch (RuntimeException e) {
                 return failed(executionId, e);
             }
+            // our call and our live lease: a holder fenced out meanwhile leaves the row EXECUTING (reaped later)
             if (!executions.complete(executionId, result, lease.token())) {
                 throw new LeaseLostException();
             }

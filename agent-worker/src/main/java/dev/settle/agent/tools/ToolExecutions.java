@@ -34,9 +34,16 @@ public class ToolExecutions {
              WHERE t.id = ? AND (t.status IN ('PENDING', 'EXECUTING') OR (t.status = 'FAILED' AND t.retryable))
                AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
+    /**
+     * The call is ours ({@code t.lease_token}) <em>and</em> our lease is still live: a holder paused past its TTL
+     * is dead even if nobody took over yet, so it can neither commit a side effect nor put a result into the
+     * successor's context. Inside the fenced transaction the session row is already locked by us.
+     */
     static final String COMPLETE = """
-            UPDATE tool_execution SET status = 'COMPLETED', result = ?, ended_at = UTC_TIMESTAMP(6)
-             WHERE id = ? AND status = 'EXECUTING' AND lease_token = ?""";
+            UPDATE tool_execution t JOIN chat_session s ON s.id = t.session_id
+               SET t.status = 'COMPLETED', t.result = ?, t.ended_at = UTC_TIMESTAMP(6)
+             WHERE t.id = ? AND t.status = 'EXECUTING' AND t.lease_token = ?
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     static final String FAIL = """
             UPDATE tool_execution t JOIN chat_session s ON s.id = t.session_id
@@ -119,7 +126,7 @@ public class ToolExecutions {
     }
 
     public boolean complete(long id, String result, String leaseToken) {
-        return jdbc.update(COMPLETE, result, id, leaseToken) == 1;
+        return jdbc.update(COMPLETE, result, id, leaseToken, leaseToken) == 1;
     }
 
     public boolean fail(long id, boolean retryable, String result, String leaseToken) {

@@ -10,9 +10,20 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,10 +34,12 @@ class ToolFencingTest {
     static Turns turns;
     static ExactlyOnceToolExecutor executor;
     static ToolReaper reaper;
+    static final PausingTools pausing = new PausingTools();
 
     @BeforeAll
     static void start() {
-        agent = new TestAgent("toolfence", Map.of("settle.lease.ttl", "1s", "settle.agent.tool-timeout", "1h"));
+        agent = new TestAgent("toolfence", Map.of("settle.lease.ttl", "1s", "settle.agent.tool-timeout", "1h"), pausing);
+        pausing.jdbc = agent.jdbc;
         leases = agent.bean(SessionLease.class);
         turns = agent.bean(Turns.class);
         executor = agent.bean(ExactlyOnceToolExecutor.class);
@@ -42,8 +55,77 @@ class ToolFencingTest {
         return ToolExecutionRequest.builder().id("call_1").name("create_transaction").arguments(args).build();
     }
 
+    static ToolExecutionRequest call(String tool, String args) {
+        return ToolExecutionRequest.builder().id("call_p").name(tool).arguments(args).build();
+    }
+
     int ledgerRows(long session) {
         return agent.count("SELECT COUNT(*) FROM ledger_entry WHERE session_id = ?", session);
+    }
+
+    List<String> statuses(long session) {
+        return agent.jdbc.queryForList("SELECT status FROM tool_execution WHERE session_id = ? ORDER BY id", String.class, session);
+    }
+
+    /** Ledger rows of the session including uncommitted ones: what a paused transaction has written so far. */
+    int uncommittedLedgerRows(long session) throws Exception {
+        try (Connection c = agent.bean(DataSource.class).getConnection(); Statement st = c.createStatement()) {
+            c.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);
+            try (ResultSet rs = st.executeQuery("SELECT COUNT(*) FROM ledger_entry WHERE session_id = " + session)) {
+                rs.next();
+                return rs.getInt(1);
+            } finally {
+                c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+            }
+        }
+    }
+
+    @Test
+    void a_holder_paused_inside_the_tool_transaction_after_its_side_effect_cannot_commit_it() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        long turnId = turns.begin(lease, 1, 1);
+        ExactlyOnceToolExecutor.TurnTools tools = executor.forTurn(lease, turnId, 1);
+        pausing.arm();
+        CompletableFuture<String> paused = CompletableFuture.supplyAsync(() -> tools.execute(call("pausing_booking", "{\"amount\":5}")));
+        assertTrue(pausing.awaitPaused());
+        assertEquals(1, uncommittedLedgerRows(session), "the side effect is written, not committed");
+        Thread.sleep(1500); // paused past the TTL (1 s); nobody took over, nobody renewed
+        pausing.resume();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> paused.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(LeaseLostException.class, e.getCause());
+        assertEquals(0, ledgerRows(session), "the side effect rolled back");
+        assertEquals(List.of("EXECUTING"), statuses(session), "never COMPLETED: the reaper or a successor takes it");
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = 'tool.completed'", session));
+
+        // a successor runs the call once
+        SessionLease.Lease successor = leases.claim(session);
+        assertNotNull(successor);
+        long next = turns.begin(successor, 1, 1);
+        assertEquals("booked 5", executor.forTurn(successor, next, 1).execute(call("pausing_booking", "{\"amount\":5}")));
+        assertEquals(1, ledgerRows(session));
+        assertEquals(List.of("COMPLETED"), statuses(session));
+        leases.release(successor);
+    }
+
+    @Test
+    void a_read_only_call_finished_by_a_fenced_out_holder_never_enters_the_successors_context() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease old = leases.claim(session);
+        long oldTurn = turns.begin(old, 1, 1);
+        ExactlyOnceToolExecutor.TurnTools oldTools = executor.forTurn(old, oldTurn, 1);
+        pausing.arm();
+        CompletableFuture<String> paused = CompletableFuture.supplyAsync(() -> oldTools.execute(call("pausing_lookup", "{}")));
+        assertTrue(pausing.awaitPaused());
+        Thread.sleep(1500); // past the TTL
+        SessionLease.Lease successor = leases.claim(session);
+        assertNotNull(successor, "taken over");
+        pausing.resume();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> paused.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(LeaseLostException.class, e.getCause());
+        assertEquals(List.of("EXECUTING"), statuses(session), "the fenced-out holder could not complete it");
+        assertEquals(List.of(), agent.bean(Conversation.class).load(successor).toolPairs());
+        leases.release(successor);
     }
 
     @Test
@@ -71,15 +153,20 @@ class ToolFencingTest {
                 "call_1", "create_transaction", "{\"amount\":35,\"category\":\"food\"}", 1, true, old.token()));
         assertTrue(executions.start(row.id(), oldTurn, old.token()));
         Thread.sleep(1500);
+        // nobody took over yet, the call is still the old holder's: its expired lease alone fences it
+        assertFalse(executions.complete(row.id(), "late", old.token()), "an expired lease completes nothing");
+        assertEquals("EXECUTING", executions.byId(row.id()).status());
 
         SessionLease.Lease successor = leases.claim(session);
         long newTurn = turns.begin(successor, 1, 1);
+        assertTrue(executions.start(row.id(), newTurn, successor.token()), "the successor takes the call over");
+        assertFalse(executions.complete(row.id(), "late", old.token()), "the old token no longer owns the call");
+        assertEquals("EXECUTING", executions.byId(row.id()).status());
         String result = executor.forTurn(successor, newTurn, 1).execute(book("{\"category\":\"food\",\"amount\":35.0}"));
         assertEquals("booked 35.00 under food", result);
         assertEquals(1, ledgerRows(session));
 
-        // the old holder resumes: its writes are fenced, the recorded result is what it would see
-        assertEquals(false, executions.complete(row.id(), "late", old.token()), "the old token no longer owns the call");
+        // the old holder resumes: the recorded result is what it would see
         String seen = oldTools.execute(book("{\"amount\":35,\"category\":\"food\"}"));
         assertEquals("booked 35.00 under food", seen, "an already completed call returns its record, runs nothing");
         assertEquals(1, ledgerRows(session));
@@ -106,6 +193,7 @@ class ToolFencingTest {
         assertTrue(reaped.result().contains("not applied"));
         assertEquals(0, ledgerRows(session));
 
+        assertTrue(leases.heartbeat(lease)); // the TTL is 1 s
         String result = executor.forTurn(lease, turnId, 1).execute(book(args));
         assertEquals("booked 7.00 under coffee", result);
         assertEquals(1, ledgerRows(session));
@@ -120,6 +208,7 @@ class ToolFencingTest {
         long turnId = turns.begin(lease, 1, 1);
         ExactlyOnceToolExecutor.TurnTools tools = executor.forTurn(lease, turnId, 1);
         tools.execute(book("{\"amount\":3,\"category\":\"coffee\"}"));
+        assertTrue(leases.heartbeat(lease)); // the TTL is 1 s
         ToolExecutions executions = agent.bean(ToolExecutions.class);
         executions.insertOrGet(new ToolExecutions.Call(session, turnId, 1, "f".repeat(64), "call_9", "create_transaction",
                 "{\"amount\":9,\"category\":\"food\"}", 1, true, lease.token()));
