@@ -40,7 +40,8 @@ import java.util.Map;
  *       nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
  *       effect.</li>
  *   <li>The tool refused its arguments → FAILED (not retryable) with an error the model can read; nothing was
- *       written.</li>
+ *       written. So does a call that cannot even be recorded as asked: no tool name, or arguments larger than
+ *       {@link #MAX_ARGUMENT_BYTES} (recorded as a short placeholder).</li>
  * </ol>
  * Read-only tools run directly and are recorded as COMPLETED pairs without a key, under the same live-lease
  * guard: a fenced-out holder cannot put a result into its successor's context.
@@ -49,6 +50,8 @@ import java.util.Map;
 public class ExactlyOnceToolExecutor {
     private static final Logger log = LoggerFactory.getLogger(ExactlyOnceToolExecutor.class);
     private static final JsonMapper JSON = JsonMapper.builder().build();
+    /** {@code tool_execution.arguments_json} is a TEXT column: 65,535 bytes. */
+    static final int MAX_ARGUMENT_BYTES = 65_535;
 
     private final ToolCatalog catalog;
     private final ToolExecutions executions;
@@ -83,21 +86,25 @@ public class ExactlyOnceToolExecutor {
         /** @return the result text the model gets for this call (an error text when it failed) */
         public String execute(ToolExecutionRequest request) {
             currentRequest = request;
-            ToolCatalog.Entry tool = catalog.get(request.name());
+            String name = request.name() == null ? "" : request.name();
+            String arguments = request.arguments() == null ? "{}" : request.arguments();
+            int argumentBytes = arguments.getBytes(StandardCharsets.UTF_8).length;
+            boolean tooLarge = argumentBytes > MAX_ARGUMENT_BYTES;
+            ToolCatalog.Entry tool = name.isBlank() ? null : catalog.get(name);
             String canonical;
             try {
-                canonical = CanonicalJson.of(request.arguments());
+                canonical = CanonicalJson.of(arguments);
             } catch (IllegalArgumentException e) {
                 canonical = null;
             }
             boolean sideEffect = tool != null && tool.sideEffect();
-            String identity = request.name() + "\n" + (canonical == null ? request.arguments() : canonical);
+            String identity = name + "\n" + (canonical == null ? arguments : canonical);
             int ordinal = seen.merge(identity, 1, Integer::sum);
             String key = sideEffect ? key(lease.sessionId(), spanFrom, identity, ordinal) : null;
             String callId = request.id() == null || request.id().isBlank() ? "call_" + turnId + "_" + seen.size() : request.id();
+            String recorded = tooLarge ? JSON.writeValueAsString(Map.of("omittedBytes", argumentBytes)) : arguments;
             ToolExecutions.Execution row = executions.insertOrGet(new ToolExecutions.Call(lease.sessionId(), turnId,
-                    spanFrom, key, truncate(callId, 100), truncate(request.name(), 64),
-                    request.arguments() == null ? "{}" : request.arguments(), ordinal, sideEffect, lease.token()));
+                    spanFrom, key, truncate(callId, 100), truncate(name, 64), recorded, ordinal, sideEffect, lease.token()));
             if (row == null) {
                 throw new LeaseLostException();
             }
@@ -113,9 +120,17 @@ public class ExactlyOnceToolExecutor {
                 }
                 throw new LeaseLostException();
             }
-            announce("tool.started", row.id(), request, null, null);
+            currentRequest = ToolExecutionRequest.builder().id(row.callId()).name(name).arguments(recorded).build();
+            announce("tool.started", row.id(), currentRequest, null, null);
+            if (name.isBlank()) {
+                return failed(row.id(), false, "the tool call names no tool");
+            }
+            if (tooLarge) {
+                return failed(row.id(), false, "arguments too large: " + argumentBytes + " bytes, at most "
+                        + MAX_ARGUMENT_BYTES);
+            }
             if (tool == null) {
-                return failed(row.id(), false, "no tool named " + request.name());
+                return failed(row.id(), false, "no tool named " + name);
             }
             if (canonical == null) {
                 return failed(row.id(), false, "arguments are not valid JSON");
@@ -136,7 +151,7 @@ public class ExactlyOnceToolExecutor {
                     if (!executions.complete(executionId, result, lease.token())) {
                         throw new LeaseLostException(); // rolls the side effect back
                     }
-                    event(executionId, request, "COMPLETED", result, "tool.completed");
+                    event(executionId, currentRequest, "COMPLETED", result, "tool.completed");
                     return result;
                 });
             } catch (LeaseLostException e) {
@@ -158,7 +173,7 @@ public class ExactlyOnceToolExecutor {
             if (!executions.complete(executionId, result, lease.token())) {
                 throw new LeaseLostException();
             }
-            announce("tool.completed", executionId, request, "COMPLETED", result);
+            announce("tool.completed", executionId, currentRequest, "COMPLETED", result);
             return result;
         }
 

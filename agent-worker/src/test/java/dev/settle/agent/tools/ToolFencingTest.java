@@ -129,6 +129,31 @@ class ToolFencingTest {
     }
 
     @Test
+    void a_call_without_a_tool_name_or_with_oversized_arguments_fails_readably_and_the_turn_goes_on() {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        long turnId = turns.begin(lease, 1, 1);
+        ExactlyOnceToolExecutor.TurnTools tools = executor.forTurn(lease, turnId, 1);
+        String huge = "{\"amount\":5,\"category\":\"food\",\"note\":\"" + "x".repeat(70_000) + "\"}";
+
+        assertEquals("{\"error\":\"the tool call names no tool\"}", tools.execute(call(null, "{}")));
+        assertEquals("{\"error\":\"the tool call names no tool\"}", tools.execute(call(" ", "{\"amount\":5}")));
+        assertEquals("{\"error\":\"arguments too large: " + huge.length() + " bytes, at most 65535\"}",
+                tools.execute(book(huge)));
+        // the turn goes on: the next call runs
+        assertTrue(leases.heartbeat(lease)); // the TTL is 1 s
+        assertEquals("booked 5.00 under food", tools.execute(book("{\"amount\":5,\"category\":\"food\"}")));
+        assertEquals(List.of("FAILED", "FAILED", "FAILED", "COMPLETED"), statuses(session));
+        assertEquals(List.of("", " ", "create_transaction", "create_transaction"), agent.jdbc.queryForList(
+                "SELECT tool_name FROM tool_execution WHERE session_id = ? ORDER BY id", String.class, session));
+        assertEquals("{\"omittedBytes\":" + huge.length() + "}", agent.jdbc.queryForObject(
+                "SELECT arguments_json FROM tool_execution WHERE session_id = ? AND ordinal = 1 AND tool_name = 'create_transaction' AND status = 'FAILED'",
+                String.class, session));
+        assertEquals(1, ledgerRows(session), "only the good call wrote");
+        leases.release(lease);
+    }
+
+    @Test
     void a_holder_paused_past_the_ttl_cannot_record_its_side_effect() throws Exception {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
