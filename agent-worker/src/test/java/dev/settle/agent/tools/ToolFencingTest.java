@@ -154,6 +154,27 @@ class ToolFencingTest {
     }
 
     @Test
+    void the_same_arguments_spelled_three_ways_by_three_attempts_at_a_span_run_once() {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        List<String> spellings = List.of(
+                "{\"amount\":35,\"category\":\"food\",\"note\":\"team\",\"meta\":{\"where\":{\"city\":\"Oslo\",\"geo\":{\"lat\":59.9,\"lon\":10.75}},\"tags\":[\"a\",{\"k\":1,\"j\":2}]}}",
+                "{\"meta\":{\"tags\":[\"a\",{\"j\":2.0,\"k\":1}],\"where\":{\"geo\":{\"lon\":10.750,\"lat\":59.90},\"city\":\"Oslo\"}},\"note\":\"team\",\"category\":\"food\",\"amount\":35.0}",
+                "{ \"category\" : \"food\",\n \"meta\" : { \"where\" : { \"geo\" : { \"lon\" : 1.075e1, \"lat\" : 5.99E1 }, \"city\" : \"Oslo\" },"
+                        + " \"tags\" : [ \"a\", { \"k\" : 1e0, \"j\" : 0.2e1 } ] }, \"note\":\"team\", \"amount\" : 3.5e1 }");
+        for (String args : spellings) {
+            // each attempt at span 1 is a turn of its own (the earlier one discarded), counting ordinals afresh
+            assertTrue(leases.heartbeat(lease)); // the TTL is 1 s
+            long turnId = turns.begin(lease, 1, 1);
+            assertEquals("booked 35.00 under food", executor.forTurn(lease, turnId, 1).execute(book(args)), args);
+            turns.end(lease, turnId, "DISCARDED", "superseded");
+        }
+        assertEquals(List.of("COMPLETED"), statuses(session), "one execution");
+        assertEquals(1, ledgerRows(session), "one ledger row");
+        leases.release(lease);
+    }
+
+    @Test
     void a_holder_paused_past_the_ttl_cannot_record_its_side_effect() throws Exception {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
