@@ -8,8 +8,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import java.math.BigDecimal;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -114,6 +116,69 @@ class TakeoverTest {
                      WHERE s.external_id = ?""", String.class, s));
             assertEquals(List.of("FAILED", "COMMITTED"), settle.turnStates(s));
             assertEquals("Booked dinner.", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+            settle.launcher.stop(survivor);
+        }
+    }
+
+    @Test
+    void an_agent_killed_after_its_ledger_insert_before_completed_leaves_no_effect_and_the_successor_books_exactly_once() throws Exception {
+        String s = SettleSystem.newSessionId();
+        String text = "supper 43 " + s;
+        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
+                : r.messages().stream().noneMatch(m -> "tool".equals(m.role()))
+                ? ModelResponse.toolCall("create_transaction", "{\"amount\":43,\"category\":\"food\"}")
+                : ModelResponse.text("Booked supper."));
+        Map<String, Object> props = new HashMap<>(settle.sharedProperties());
+        props.put("spring.kafka.consumer.group-id", settle.agentGroup());
+        String url = (String) settle.sharedProperties().get("spring.datasource.url");
+        try (AgentProcess victim = new AgentProcess(props);
+             Connection ledgerBlocker = DriverManager.getConnection(url, "root", "");
+             Connection rowBlocker = DriverManager.getConnection(url, "root", "");
+             Connection dirty = DriverManager.getConnection(url, "root", "")) {
+            await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("partitions assigned"));
+            // 1. hold every gap of ledger_entry: the victim's INSERT waits inside its tool transaction
+            ledgerBlocker.setAutoCommit(false);
+            ledgerBlocker.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            try (Statement st = ledgerBlocker.createStatement()) {
+                st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
+            }
+            settle.post(s, text);
+            await("the victim's ledger INSERT waits", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
+                    Integer.class) == 1);
+            // 2. lock the execution's row (EXECUTING, committed before the tool transaction began), then let the
+            //    INSERT through: the victim's next statement, COMPLETED, waits behind this lock
+            long execution = settle.jdbc.queryForObject("""
+                    SELECT t.id FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ? AND t.status = 'EXECUTING'""", Long.class, s);
+            rowBlocker.setAutoCommit(false);
+            try (Statement st = rowBlocker.createStatement()) {
+                st.executeQuery("SELECT id FROM tool_execution WHERE id = " + execution + " FOR UPDATE").close();
+            }
+            ledgerBlocker.rollback();
+            await("the victim's COMPLETED waits after its INSERT", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SET t.status = ''COMPLETED''%'",
+                    Integer.class) == 1);
+            dirty.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);
+            try (Statement st = dirty.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT COUNT(*) FROM ledger_entry WHERE execution_id = " + execution)) {
+                rs.next();
+                assertEquals(1, rs.getInt(1), "the victim's ledger row is written, not committed");
+            }
+
+            victim.kill();
+            rowBlocker.rollback();
+            ConfigurableApplicationContext survivor = settle.startAgent();
+            await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
+            sleep(Duration.ofSeconds(1));
+            assertEquals(List.of(new BigDecimal("43.00")), settle.jdbc.queryForList("""
+                    SELECT l.amount FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
+                     WHERE s.external_id = ?""", BigDecimal.class, s), "exactly one ledger row");
+            assertEquals(List.of("COMPLETED"), settle.jdbc.queryForList("""
+                    SELECT t.status FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ?""", String.class, s));
+            assertEquals(List.of("FAILED", "COMMITTED"), settle.turnStates(s));
+            assertEquals("Booked supper.", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
             settle.launcher.stop(survivor);
         }
     }
