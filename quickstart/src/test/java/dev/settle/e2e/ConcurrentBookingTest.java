@@ -2,9 +2,14 @@ package dev.settle.e2e;
 
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.MessageListenerContainer;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,15 +21,32 @@ import java.util.concurrent.Future;
 
 import static dev.settle.e2e.SettleSystem.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** 100 sessions booking at once across two agent-worker instances: ledger rows equal intended calls. */
 class ConcurrentBookingTest {
     static SettleSystem settle;
+    static List<ConfigurableApplicationContext> agents;
 
     @BeforeAll
     static void start() {
         settle = new SettleSystem("booking");
-        settle.startAgent();
+        agents = List.of(settle.agent, settle.startAgent());
+    }
+
+    /** Partitions of the session-ready topic this instance consumes now. */
+    static int assignedPartitions(ConfigurableApplicationContext agent) {
+        int n = 0;
+        for (MessageListenerContainer c : agent.getBean(KafkaListenerEndpointRegistry.class).getListenerContainers()) {
+            n += c.getAssignedPartitions() == null ? 0 : c.getAssignedPartitions().size();
+        }
+        return n;
+    }
+
+    /** Turns this instance committed (its own meter registry). */
+    static long committedTurns(ConfigurableApplicationContext agent) {
+        Counter c = agent.getBean(MeterRegistry.class).find("settle.turns").tag("outcome", "committed").counter();
+        return c == null ? 0 : (long) c.count();
     }
 
     @AfterAll
@@ -58,6 +80,9 @@ class ConcurrentBookingTest {
             }
             return ModelResponse.toolCalls(calls).delay(Duration.ofMillis(100 + random.nextInt(200)));
         });
+        await("both instances consume their share of the partitions", Duration.ofSeconds(60), () ->
+                assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
+                        && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.schema.Topics.PARTITIONS);
         try (ExecutorService clients = Executors.newFixedThreadPool(16)) {
             List<Future<?>> posts = new ArrayList<>();
             for (String s : ids) {
@@ -80,5 +105,13 @@ class ConcurrentBookingTest {
                      WHERE s.external_id = ? AND l.amount = ?""", Integer.class, s, i + 1), s);
             assertEquals(List.of("COMMITTED"), settle.turnStates(s), s);
         }
+        // both instances did real work: each committed some of the 100 turns, together exactly 100
+        await("every committed turn counted", Duration.ofSeconds(10),
+                () -> committedTurns(agents.get(0)) + committedTurns(agents.get(1)) == sessions);
+        long first = committedTurns(agents.get(0));
+        long second = committedTurns(agents.get(1));
+        System.out.println("committed turns per instance: " + first + " + " + second);
+        assertEquals(sessions, first + second);
+        assertTrue(first > 0 && second > 0, "both instances ran turns: " + first + " + " + second);
     }
 }
