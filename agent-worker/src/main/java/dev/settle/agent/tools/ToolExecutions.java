@@ -1,14 +1,20 @@
 package dev.settle.agent.tools;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.dao.DuplicateKeyException;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
+import java.util.function.Supplier;
 
 /**
  * The tool_execution rows and their guarded transitions: {@code PENDING → EXECUTING → COMPLETED | FAILED}.
@@ -77,10 +83,42 @@ public class ToolExecutions {
             rs.getString("arguments_json"), rs.getString("status"), rs.getBoolean("retryable"), rs.getString("result"),
             rs.getString("lease_token"));
 
+    private static final Logger log = LoggerFactory.getLogger(ToolExecutions.class);
+    /** ER_LOCK_DEADLOCK: InnoDB rolled the statement's transaction back to break a cycle. */
+    static final int DEADLOCK = 1213;
+    static final int ATTEMPTS = 3;
+
     private final JdbcTemplate jdbc;
 
     public ToolExecutions(JdbcTemplate jdbc) {
         this.jdbc = jdbc;
+    }
+
+    /**
+     * Runs a guarded single-statement write; when it ran on its own (autocommit) and InnoDB chose it as a deadlock
+     * victim, nothing of it applied, so it runs again (up to {@link #ATTEMPTS} times) instead of failing the turn.
+     * Inside a caller's transaction the whole transaction is gone: the error propagates.
+     */
+    private <T> T statement(String what, Supplier<T> write) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return write.get();
+            } catch (PessimisticLockingFailureException e) {
+                if (attempt >= ATTEMPTS || !deadlock(e) || TransactionSynchronizationManager.isActualTransactionActive()) {
+                    throw e;
+                }
+                log.info("tool execution {}: deadlock victim, attempt {} of {}", what, attempt + 1, ATTEMPTS);
+            }
+        }
+    }
+
+    static boolean deadlock(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof SQLException sql && sql.getErrorCode() == DEADLOCK) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A new PENDING row, or the existing row with the same key (re-read after the unique index refused ours). */
@@ -93,7 +131,7 @@ public class ToolExecutions {
         }
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
         try {
-            int rows = jdbc.update(c -> {
+            int rows = statement("insert", () -> jdbc.update(c -> {
                 PreparedStatement ps = c.prepareStatement(INSERT, Statement.RETURN_GENERATED_KEYS);
                 ps.setLong(1, call.turnId());
                 ps.setLong(2, call.spanFrom());
@@ -107,7 +145,7 @@ public class ToolExecutions {
                 ps.setLong(10, call.sessionId());
                 ps.setString(11, call.leaseToken());
                 return ps;
-            }, keys);
+            }, keys));
             if (rows == 0) {
                 return null; // lease lost
             }
@@ -122,15 +160,15 @@ public class ToolExecutions {
     }
 
     public boolean start(long id, long turnId, String leaseToken) {
-        return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1;
+        return statement("start", () -> jdbc.update(START, leaseToken, turnId, id, leaseToken)) == 1;
     }
 
     public boolean complete(long id, String result, String leaseToken) {
-        return jdbc.update(COMPLETE, result, id, leaseToken, leaseToken) == 1;
+        return statement("complete", () -> jdbc.update(COMPLETE, result, id, leaseToken, leaseToken)) == 1;
     }
 
     public boolean fail(long id, boolean retryable, String result, String leaseToken) {
-        return jdbc.update(FAIL, retryable, result, id, leaseToken, leaseToken) == 1;
+        return statement("fail", () -> jdbc.update(FAIL, retryable, result, id, leaseToken, leaseToken)) == 1;
     }
 
     public int reap(long olderThanMicros) {

@@ -175,6 +175,40 @@ class ToolFencingTest {
     }
 
     @Test
+    void a_start_chosen_as_deadlock_victim_runs_again_instead_of_failing_the_turn() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        long turnId = turns.begin(lease, 1, 1);
+        ToolExecutions executions = agent.bean(ToolExecutions.class);
+        ToolExecutions.Execution row = executions.insertOrGet(new ToolExecutions.Call(session, turnId, 1, "d".repeat(64),
+                "call_d", "create_transaction", "{\"amount\":1,\"category\":\"food\"}", 1, true, lease.token()));
+        // this test is about locks, not the 1 s TTL
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", session);
+        try (Connection other = agent.bean(DataSource.class).getConnection(); Statement st = other.createStatement()) {
+            other.setAutoCommit(false);
+            // heavier than START (undo records), so InnoDB picks START as the victim of the cycle below
+            for (int i = 0; i < 20; i++) {
+                st.executeUpdate("INSERT INTO ledger_entry (session_id, execution_id, amount, category, created_at)"
+                        + " VALUES (0, " + (-1 - i) + ", 1, 'other', UTC_TIMESTAMP(6))");
+            }
+            st.executeQuery("SELECT id FROM chat_session WHERE id = " + session + " FOR UPDATE").close();
+            // START locks the execution row, then waits for the session row ...
+            CompletableFuture<Boolean> start = CompletableFuture.supplyAsync(() -> executions.start(row.id(), turnId, lease.token()));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (agent.count("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SET t.status = ''EXECUTING''%'") == 0) {
+                assertTrue(System.nanoTime() < deadline, "START never waited");
+                Thread.sleep(20);
+            }
+            // ... and this transaction asks for the execution row: a cycle, START is rolled back
+            st.executeQuery("SELECT id FROM tool_execution WHERE id = " + row.id() + " FOR UPDATE").close();
+            other.rollback();
+            assertTrue(start.get(30, TimeUnit.SECONDS), "the START ran again once the cycle was gone");
+        }
+        assertEquals("EXECUTING", executions.byId(row.id()).status());
+        leases.release(lease);
+    }
+
+    @Test
     void a_holder_paused_past_the_ttl_cannot_record_its_side_effect() throws Exception {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
