@@ -58,6 +58,8 @@ class TakeoverTest {
             ConfigurableApplicationContext survivor = settle.startAgent();
             victim.kill();
             Instant killedAt = Instant.now();
+            java.time.LocalDateTime victimExpiry = settle.jdbc.queryForObject(
+                    "SELECT lease_expires_at FROM chat_session WHERE external_id = ?", java.time.LocalDateTime.class, s);
             settle.model.releaseHangs();
 
             await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
@@ -69,6 +71,14 @@ class TakeoverTest {
             assertEquals(List.of("FAILED", "COMMITTED"), settle.turnStates(s), "the abandoned turn is closed by the successor");
             assertEquals(2, settle.jdbc.queryForObject("SELECT lease_epoch FROM chat_session WHERE external_id = ?", Long.class, s));
             assertTrue(takeover.compareTo(SettleSystem.LEASE_TTL.plusSeconds(10)) < 0, "takeover took " + takeover);
+            // not before the TTL: the successor's turn began no earlier than the dead holder's lease expired (both
+            // on the database clock; a survivor that claimed early would have overwritten the expiry read above
+            // with its own, later than its turn's start)
+            java.time.LocalDateTime successorStarted = settle.jdbc.queryForObject("""
+                    SELECT MAX(t.started_at) FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ?""", java.time.LocalDateTime.class, s);
+            assertTrue(!successorStarted.isBefore(victimExpiry), "the successor began at " + successorStarted
+                    + ", before the victim's lease expired at " + victimExpiry);
             System.out.println("takeover after kill -9: " + takeover.toMillis() + " ms (lease TTL " + SettleSystem.LEASE_TTL.toMillis() + " ms)");
             settle.launcher.stop(survivor);
         }

@@ -1,13 +1,18 @@
 package dev.settle.e2e;
 
+import dev.settle.testsupport.ModelDouble;
+import dev.settle.testsupport.ModelResponse;
 import dev.settle.testsupport.WebhookReceiver;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
@@ -21,6 +26,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 5, test 7: a dispatcher killed (SIGKILL, its own JVM: no shutdown hook, no hand-back) while its POST is
  * on the wire. The receiver holds that request; another dispatcher re-sends the delivery, with the same
  * webhook-id, once the dead one's claim has expired.
+ *
+ * <p>The victim is also the only agent while it answers, in another process than the ingest API (as in
+ * production): the session's event stream, read with a disconnect and a Last-Event-ID reconnect, carries each of
+ * its deltas exactly once, and they make up the committed reply (issue 4: the stream comes from the database).
  */
 class WebhookKillTest {
     /** A claim lasts timeout + margin: 10 s + 2 s here (15 s + 15 s by default). */
@@ -42,7 +51,11 @@ class WebhookKillTest {
             try (AgentProcess victim = new AgentProcess(props)) {
                 await("the victim agent joined the group", Duration.ofSeconds(90),
                         () -> victim.logContains("partitions assigned"));
+                String reply = StreamingTest.words("from another process", 60);
+                settle.model.respondWith(r -> r.body().contains(s)
+                        ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25)) : ModelDouble.echo(r));
                 settle.post(s, "deliver me " + s);
+                assertStreamedExactlyOnceAcrossAReconnect(settle, s, reply);
                 await("the victim's POST is on the wire", Duration.ofSeconds(60),
                         () -> settle.allDeliveries(s).size() == 1);
                 victim.kill();
@@ -99,6 +112,32 @@ class WebhookKillTest {
             assertNull(attempts.get(1).get("error"));
             settle.launcher.stop(survivor);
         }
+    }
+
+    /** Reads the session's events until a few deltas, disconnects, reconnects with Last-Event-ID until the reply. */
+    static void assertStreamedExactlyOnceAcrossAReconnect(SettleSystem settle, String s, String reply) throws Exception {
+        String url = settle.baseUrl() + "/v1/sessions/" + s + "/events";
+        List<SseClient.Event> first = SseClient.read(url, SettleSystem.KEY, null,
+                e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 5);
+        List<SseClient.Event> all = new ArrayList<>(first);
+        all.addAll(SseClient.read(url, SettleSystem.KEY, first.getLast().id(), e -> e.type().equals("reply.created")));
+        for (int i = 1; i < all.size(); i++) {
+            assertEquals(all.get(i - 1).id() + 1, all.get(i).id(), "ids have no gap and no repeat");
+        }
+        assertEquals(List.of("message.accepted", "turn.started"), all.subList(0, 2).stream().map(SseClient.Event::type).toList());
+        StringBuilder deltas = new StringBuilder();
+        Set<Integer> seqs = new HashSet<>();
+        for (SseClient.Event e : all) {
+            if (e.type().equals("reply.delta")) {
+                assertTrue(seqs.add(e.data().get("seq").asInt()), "duplicate seq " + e.data().get("seq"));
+                deltas.append(e.data().get("text").asString());
+            }
+        }
+        assertEquals(reply, deltas.toString());
+        assertEquals(reply, all.getLast().data().get("text").asString());
+        assertEquals(reply, settle.jdbc.queryForObject("""
+                SELECT m.text FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+                 WHERE s.external_id = ? AND m.role = 'assistant'""", String.class, s));
     }
 
     static List<Map<String, Object>> attempts(SettleSystem settle, long deliveryId) {

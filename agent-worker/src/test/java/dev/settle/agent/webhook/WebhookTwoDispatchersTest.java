@@ -18,7 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Two dispatcher instances (two agent workers) on one outbox of 1,000 replies over 100 sessions: the receiver
- * sees each webhook-id exactly once, and each session's replies arrive in delivery order.
+ * sees each webhook-id exactly once, and each session's replies arrive in delivery order. The outbox rows are
+ * written straight into webhook_delivery (the dispatchers are the subject here, not the reply commit, which the
+ * e2e tests drive through the real {@code ReplyCommit}/{@code Outbox}); their payloads are minimal.
  */
 class WebhookTwoDispatchersTest {
     static final int SESSIONS = 100;
