@@ -36,7 +36,8 @@ final class PipelineBench {
 
     record Strategy(String name, int bursts, int messages, int unanswered, double repliesPerBurst, double stalePerBurst,
                     double dupPerBurst, double rejectedPerBurst, double callsPerBurst, double tokensPerBurst,
-                    double discardedTokensPerBurst, double discardedShare, Histogram finalAnswer) {
+                    double discardedTokensPerBurst, double discardedShare, Histogram finalAnswer,
+                    Histogram interrupt) {
     }
 
     record Result(Overhead overhead, List<Strategy> strategies, Profiler.Profile strategyProfile) {
@@ -298,10 +299,23 @@ final class PipelineBench {
             tokens = ((Number) t.get("total")).longValue();
             discarded = ((Number) t.get("discarded")).longValue();
         }
+        Histogram interrupt = Load.micros();
+        if (!name.equals("naive")) {
+            // early interrupt, on the database clock: the newer message's commit → the interrupted turn's DISCARDED
+            // record (written after the stream was cancelled, so an upper bound of the cancel itself)
+            for (Long micros : jdbc.queryForList("""
+                    SELECT TIMESTAMPDIFF(MICROSECOND, m.created_at, t.ended_at)
+                      FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
+                      JOIN chat_message m ON m.session_id = t.session_id AND m.version = t.to_version + 1
+                     WHERE s.external_id LIKE ? AND t.state = 'DISCARDED' AND t.reason LIKE 'interrupted%'""",
+                    Long.class, name + "-%")) {
+                Load.record(interrupt, Math.max(0, micros));
+            }
+        }
         double n = bursts.size();
         Strategy s = new Strategy(name, bursts.size(), (int) messages, unanswered, replies / n, stale / n, dup / n,
                 rejected / n, calls / n, tokens / n, discarded / n, tokens == 0 ? 0 : discarded / (double) tokens,
-                finalAnswer);
+                finalAnswer, interrupt);
         Bench.log("strategies: " + name + " replies/burst " + IngestBench.fmt(s.repliesPerBurst()) + ", stale "
                 + IngestBench.fmt(s.stalePerBurst()) + ", dup " + IngestBench.fmt(s.dupPerBurst()) + ", rejected "
                 + IngestBench.fmt(s.rejectedPerBurst()) + ", calls " + IngestBench.fmt(s.callsPerBurst()) + ", tokens "

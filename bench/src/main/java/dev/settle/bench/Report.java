@@ -287,6 +287,12 @@ final class Report {
     private void strategies(PipelineBench.Result p) throws IOException {
         Bench.Options o = run.options;
         PipelineBench.Strategy merge = p.strategies().stream().filter(s -> s.name().equals("merge")).findFirst().orElseThrow();
+        Histogram interrupt = merge.interrupt();
+        goal("6", "early interrupt (merge): newer message committed → turn discarded, " + interrupt.getTotalCount()
+                        + " interrupts", interrupt.getTotalCount() == 0 ? "no interrupt happened"
+                        : "p50 " + fmt(Load.ms(interrupt, 50)) + " ms, p99 " + fmt(Load.ms(interrupt, 99)) + " ms, max "
+                        + fmt(interrupt.getMaxValue() / 1000.0) + " ms", "≤ 250 ms",
+                interrupt.getTotalCount() == 0 ? null : interrupt.getMaxValue() <= 250_000);
         goal("6", "cost, fast typist (merge): model calls per burst", fmt(merge.callsPerBurst()), "", null);
         goal("6", "cost, fast typist (merge): tokens on discarded turns", fmt(merge.discardedTokensPerBurst()) + " per burst ("
                 + fmt(merge.discardedShare() * 100) + " % of all tokens)", "", null);
