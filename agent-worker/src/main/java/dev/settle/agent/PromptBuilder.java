@@ -22,8 +22,13 @@ import java.util.List;
 public class PromptBuilder {
     private final String systemPrompt;
 
+    @org.springframework.beans.factory.annotation.Autowired
     public PromptBuilder(AgentSettings settings) {
-        this.systemPrompt = settings.agent().systemPrompt();
+        this(settings.agent().systemPrompt());
+    }
+
+    PromptBuilder(String systemPrompt) {
+        this.systemPrompt = systemPrompt;
     }
 
     public List<ChatMessage> prompt(Conversation.Snapshot turn) {
@@ -47,6 +52,12 @@ public class PromptBuilder {
     private static void addPairs(List<ChatMessage> messages, List<ToolExecutions.Execution> pairs, long spanFrom) {
         for (ToolExecutions.Execution e : pairs) {
             if (e.spanFrom() != spanFrom) {
+                continue;
+            }
+            if (e.toolName() == null || e.toolName().isBlank()) {
+                // a call that named no tool (FAILED when it was made; the model read the error in that turn):
+                // sent back, a function call without a name makes an OpenAI-compatible server refuse the whole
+                // request, and every later turn of the session would fail on it
                 continue;
             }
             String id = "call_settle_" + e.id();
