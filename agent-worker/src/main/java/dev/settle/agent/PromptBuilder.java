@@ -55,9 +55,9 @@ public class PromptBuilder {
                 continue;
             }
             if (e.toolName() == null || e.toolName().isBlank()) {
-                // a call that named no tool (FAILED when it was made; the model read the error in that turn):
-                // sent back, a function call without a name makes an OpenAI-compatible server refuse the whole
-                // request, and every later turn of the session would fail on it
+                // a call that named no tool (FAILED when it was made; the model read the error in that turn): a
+                // function call without a name is not valid in OpenAI's protocol, and a server that checks it would
+                // refuse the whole request, so every later turn of the session could fail on it
                 continue;
             }
             String id = "call_settle_" + e.id();
