@@ -197,4 +197,53 @@ class ToolsTest {
         assertEquals("transport", entries.get(0).get("category").asString());
         assertEquals("airport", entries.get(0).get("note").asString());
     }
+
+    /**
+     * Seed 004's refresh: a client that reloads the conversation while a tool runs sees the step as EXECUTING
+     * (tool, arguments, no result), and after the turn the same step COMPLETED with its result. The tool is held
+     * inside its transaction by a lock on every gap of ledger_entry, for well under the lease TTL.
+     */
+    @Test
+    void a_client_refreshing_mid_turn_sees_the_running_tool_step_and_then_its_result() throws Exception {
+        String s = SettleSystem.newSessionId();
+        String text = "museum 12 " + s;
+        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
+                : toolResults(r) == 0 ? ModelResponse.toolCall("create_transaction", "{\"amount\":12,\"category\":\"entertainment\"}")
+                : ModelResponse.text("Booked the museum."));
+        JsonNode running;
+        try (java.sql.Connection blocker = java.sql.DriverManager.getConnection(
+                (String) settle.sharedProperties().get("spring.datasource.url"), "root", "")) {
+            blocker.setAutoCommit(false);
+            blocker.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
+            try (java.sql.Statement st = blocker.createStatement()) {
+                st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
+            }
+            settle.post(s, text);
+            await("the tool step is visible while it runs", LONG, () -> toolStep(s) != null
+                    && "EXECUTING".equals(toolStep(s).get("status").asString()));
+            running = toolStep(s);
+            blocker.rollback();
+        }
+        assertEquals("create_transaction", running.get("tool").asString());
+        assertEquals(12, running.get("arguments").get("amount").asInt());
+        assertTrue(running.get("result") == null || running.get("result").isNull(), running.toString());
+        await("reply", LONG, () -> settle.webhooks(s).size() == 1);
+        JsonNode done = toolStep(s);
+        assertEquals(running.get("stepId").asString(), done.get("stepId").asString());
+        assertEquals("COMPLETED", done.get("status").asString());
+        assertEquals("booked 12.00 under entertainment", done.get("result").asString());
+        assertEquals(List.of(new BigDecimal("12.00")), ledger(s));
+    }
+
+    /** The session's only tool step in GET /messages, or null. */
+    JsonNode toolStep(String s) {
+        JsonNode step = null;
+        for (JsonNode m : settle.get("/v1/sessions/" + s + "/messages").get("messages")) {
+            if ("tool".equals(m.get("role").asString())) {
+                assertTrue(step == null, "one tool step");
+                step = m;
+            }
+        }
+        return step;
+    }
 }
