@@ -200,6 +200,22 @@ public final class SettleSystem implements AutoCloseable {
         return JSON.readTree(r.body());
     }
 
+    /**
+     * A connection of its own holding every gap of ledger_entry ({@code SELECT ... FOR UPDATE} under REPEATABLE
+     * READ, left open): a tool's ledger INSERT then waits inside its tool transaction until this connection rolls
+     * back or closes. For tests that need a turn caught mid-tool.
+     */
+    public java.sql.Connection holdLedgerGaps() throws java.sql.SQLException {
+        java.sql.Connection blocker = java.sql.DriverManager.getConnection((String) shared.get("spring.datasource.url"),
+                "root", "");
+        blocker.setAutoCommit(false);
+        blocker.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
+        try (java.sql.Statement st = blocker.createStatement()) {
+            st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
+        }
+        return blocker;
+    }
+
     public long sessionPk(String sessionId) {
         return jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, sessionId);
     }

@@ -25,6 +25,28 @@ final class SseClient {
     private SseClient() {
     }
 
+    /**
+     * The text of the {@code reply.delta} events of a session's stream read in pieces (a disconnect and a
+     * Last-Event-ID reconnect), after asserting every event came exactly once: ids without a gap or a repeat, no
+     * delta seq twice.
+     */
+    static String deltasExactlyOnce(List<Event> all) {
+        for (int i = 1; i < all.size(); i++) {
+            org.junit.jupiter.api.Assertions.assertEquals(all.get(i - 1).id() + 1, all.get(i).id(),
+                    "ids have no gap and no repeat");
+        }
+        StringBuilder deltas = new StringBuilder();
+        java.util.Set<Integer> seqs = new java.util.HashSet<>();
+        for (Event e : all) {
+            if (e.type().equals("reply.delta")) {
+                org.junit.jupiter.api.Assertions.assertTrue(seqs.add(e.data().get("seq").asInt()),
+                        "duplicate seq " + e.data().get("seq"));
+                deltas.append(e.data().get("text").asString());
+            }
+        }
+        return deltas.toString();
+    }
+
     /** Reads events until {@code stop} accepts one (included), then closes the connection. */
     static List<Event> read(String url, String key, Long lastEventId, Predicate<Event> stop) throws Exception {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).header("Authorization", "Bearer " + key)

@@ -142,21 +142,11 @@ class StreamingTest {
 
         List<SseClient.Event> all = new ArrayList<>(first);
         all.addAll(second);
-        for (int i = 1; i < all.size(); i++) {
-            assertEquals(all.get(i - 1).id() + 1, all.get(i).id(), "ids have no gap and no repeat");
-        }
+        String deltas = SseClient.deltasExactlyOnce(all);
         assertEquals("message.accepted", all.getFirst().type());
         assertEquals("turn.started", all.get(1).type());
-        StringBuilder deltas = new StringBuilder();
-        Set<Integer> seqs = new HashSet<>();
-        for (SseClient.Event e : all) {
-            if (e.type().equals("reply.delta")) {
-                assertTrue(seqs.add(e.data().get("seq").asInt()), "duplicate seq " + e.data().get("seq"));
-                deltas.append(e.data().get("text").asString());
-            }
-        }
-        assertEquals(reply, deltas.toString());
-        assertEquals(committedText(s), deltas.toString());
+        assertEquals(reply, deltas);
+        assertEquals(committedText(s), deltas);
         assertEquals(reply, second.getLast().data().get("text").asString());
         assertEquals(1, second.getLast().data().get("coversVersion").asLong());
     }

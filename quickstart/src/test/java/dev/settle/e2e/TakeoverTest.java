@@ -96,15 +96,10 @@ class TakeoverTest {
                 : ModelResponse.text("Booked dinner."));
         Map<String, Object> props = new HashMap<>(settle.sharedProperties());
         props.put("spring.kafka.consumer.group-id", settle.agentGroup());
+        // blocker: every gap of ledger_entry held, so the victim's INSERT will wait inside its tool transaction
         try (AgentProcess victim = new AgentProcess(props);
-             Connection blocker = DriverManager.getConnection((String) settle.sharedProperties().get("spring.datasource.url"), "root", "")) {
+             Connection blocker = settle.holdLedgerGaps()) {
             await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("partitions assigned"));
-            // hold every gap of ledger_entry: the victim's INSERT will wait inside its tool transaction
-            blocker.setAutoCommit(false);
-            blocker.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-            try (Statement st = blocker.createStatement()) {
-                st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
-            }
             settle.post(s, text);
             await("the victim is inside the tool transaction", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
                     "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
@@ -142,16 +137,11 @@ class TakeoverTest {
         props.put("spring.kafka.consumer.group-id", settle.agentGroup());
         String url = (String) settle.sharedProperties().get("spring.datasource.url");
         try (AgentProcess victim = new AgentProcess(props);
-             Connection ledgerBlocker = DriverManager.getConnection(url, "root", "");
+             // 1. every gap of ledger_entry held: the victim's INSERT waits inside its tool transaction
+             Connection ledgerBlocker = settle.holdLedgerGaps();
              Connection rowBlocker = DriverManager.getConnection(url, "root", "");
              Connection dirty = DriverManager.getConnection(url, "root", "")) {
             await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("partitions assigned"));
-            // 1. hold every gap of ledger_entry: the victim's INSERT waits inside its tool transaction
-            ledgerBlocker.setAutoCommit(false);
-            ledgerBlocker.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-            try (Statement st = ledgerBlocker.createStatement()) {
-                st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
-            }
             settle.post(s, text);
             await("the victim's ledger INSERT waits", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
                     "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",

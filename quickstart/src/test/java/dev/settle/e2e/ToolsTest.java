@@ -211,13 +211,7 @@ class ToolsTest {
                 : toolResults(r) == 0 ? ModelResponse.toolCall("create_transaction", "{\"amount\":12,\"category\":\"entertainment\"}")
                 : ModelResponse.text("Booked the museum."));
         JsonNode running;
-        try (java.sql.Connection blocker = java.sql.DriverManager.getConnection(
-                (String) settle.sharedProperties().get("spring.datasource.url"), "root", "")) {
-            blocker.setAutoCommit(false);
-            blocker.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
-            try (java.sql.Statement st = blocker.createStatement()) {
-                st.executeQuery("SELECT * FROM ledger_entry FOR UPDATE").close();
-            }
+        try (java.sql.Connection blocker = settle.holdLedgerGaps()) {
             settle.post(s, text);
             await("the tool step is visible while it runs", LONG, () -> toolStep(s) != null
                     && "EXECUTING".equals(toolStep(s).get("status").asString()));

@@ -9,10 +9,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
@@ -121,19 +119,9 @@ class WebhookKillTest {
                 e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 5);
         List<SseClient.Event> all = new ArrayList<>(first);
         all.addAll(SseClient.read(url, SettleSystem.KEY, first.getLast().id(), e -> e.type().equals("reply.created")));
-        for (int i = 1; i < all.size(); i++) {
-            assertEquals(all.get(i - 1).id() + 1, all.get(i).id(), "ids have no gap and no repeat");
-        }
+        String deltas = SseClient.deltasExactlyOnce(all);
         assertEquals(List.of("message.accepted", "turn.started"), all.subList(0, 2).stream().map(SseClient.Event::type).toList());
-        StringBuilder deltas = new StringBuilder();
-        Set<Integer> seqs = new HashSet<>();
-        for (SseClient.Event e : all) {
-            if (e.type().equals("reply.delta")) {
-                assertTrue(seqs.add(e.data().get("seq").asInt()), "duplicate seq " + e.data().get("seq"));
-                deltas.append(e.data().get("text").asString());
-            }
-        }
-        assertEquals(reply, deltas.toString());
+        assertEquals(reply, deltas);
         assertEquals(reply, all.getLast().data().get("text").asString());
         assertEquals(reply, settle.jdbc.queryForObject("""
                 SELECT m.text FROM chat_message m JOIN chat_session s ON s.id = m.session_id
