@@ -25,9 +25,9 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
     /** @param defaultPolicy double-texting policy of sessions that set none: merge, enqueue or reject */
     public record Policy(@DefaultValue("merge") @Name("default") String defaultPolicy) {
         public Policy {
-            if (!java.util.Set.of("merge", "enqueue", "reject").contains(defaultPolicy)) {
-                throw new IllegalStateException("settle.policy.default must be one of merge, enqueue, reject; got '"
-                        + defaultPolicy + "'");
+            if (!dev.settle.schema.Policies.ALL.contains(defaultPolicy)) {
+                throw new IllegalStateException("settle.policy.default must be one of " + dev.settle.schema.Policies.ALL
+                        + "; got '" + defaultPolicy + "'");
             }
         }
     }

@@ -17,7 +17,7 @@ import java.util.Set;
 @ConfigurationProperties("settle")
 public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars, @DefaultValue Policy policy,
                              @DefaultValue Events events, String adminKey, @DefaultValue Limits limits) {
-    public static final Set<String> POLICIES = Set.of("merge", "enqueue", "reject");
+    public static final Set<String> POLICIES = dev.settle.schema.Policies.ALL;
 
     public IngestSettings {
         if (apiKey == null || apiKey.isBlank()) {
