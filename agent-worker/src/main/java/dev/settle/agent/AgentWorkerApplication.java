@@ -22,6 +22,7 @@ public class AgentWorkerApplication {
     public static Map<String, Object> defaultProperties() {
         Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
         p.put("spring.application.name", "agent-worker");
+        p.put("spring.autoconfigure.exclude", Operations.NO_WEB_SECURITY);
         // serves only the actuator (health probes, Prometheus); SERVER_PORT moves it
         p.put("server.port", "8082");
         p.put("spring.threads.virtual.enabled", "true");

@@ -70,7 +70,8 @@ final class Infra implements AutoCloseable {
         }
 
         ConfigurableApplicationContext ingest() {
-            return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(), Map.of("server.port", "0"));
+            return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(),
+                    Map.of("server.port", "0", "management.server.port", "0"));
         }
 
         ConfigurableApplicationContext debounce() {

@@ -31,6 +31,7 @@ public class DebounceWorkerApplication {
     public static Map<String, Object> defaultProperties() {
         Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
         p.put("spring.application.name", "debounce-worker");
+        p.put("spring.autoconfigure.exclude", Operations.NO_WEB_SECURITY);
         // serves only the actuator (health probes, Prometheus); SERVER_PORT moves it
         p.put("server.port", "8081");
         p.put("spring.threads.virtual.enabled", "true");

@@ -15,10 +15,11 @@ import java.io.IOException;
 import java.util.Map;
 
 /**
- * The admin API ({@code /v1/admin/tenants}), behind {@code SETTLE_ADMIN_KEY} ({@link ApiKeyFilter}): tenants, their
+ * The admin API ({@code /v1/admin/tenants}), behind {@code SETTLE_ADMIN_KEY} ({@link ApiSecurity}): tenants, their
  * settings and their API keys. A key is shown once, in the answer that issued it.
  */
 @RestController
+@ApiAccess(Caller.Role.ADMIN)
 @RequestMapping("/v1/admin/tenants")
 public class AdminController {
     private final Tenants tenants;

@@ -4,105 +4,99 @@ import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
-import org.springframework.http.HttpStatus;
-import org.springframework.stereotype.Component;
+import org.springframework.security.core.context.SecurityContext;
+import org.springframework.security.core.context.SecurityContextHolder;
+import org.springframework.security.core.context.SecurityContextHolderStrategy;
 import org.springframework.web.filter.OncePerRequestFilter;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.util.LinkedHashMap;
-import java.util.Map;
-import tools.jackson.databind.json.JsonMapper;
+import java.util.regex.Pattern;
 
 /**
- * Who is calling, on every {@code /v1/} request ({@code /v1/openapi.yaml} is public):
+ * Who is calling. Runs inside Spring Security's chain, after its firewall; it only establishes the caller
+ * ({@link Caller}). Which caller may run which handler is decided by {@link ApiSecurity}'s rules and again, on the
+ * handler itself, by {@link RouteAccess}.
  *
  * <ol>
- *   <li>{@code /v1/admin/}: only {@code Authorization: Bearer <SETTLE_ADMIN_KEY>}; without that setting the admin
- *       API is closed (401).</li>
- *   <li>Otherwise the deployment's {@code SETTLE_API_KEY} is the tenant {@code default}; any other key is looked
- *       up by its hash ({@link ApiKeys}); a revoked or unknown key gets 401.</li>
- *   <li>The tenant's request rate ({@link TenantRateLimiter}): over it → 429 with Retry-After.</li>
+ *   <li>No {@code Authorization: Bearer} header: the request goes on anonymous (a route that needs a key refuses
+ *       it with 401).</li>
+ *   <li>The admin key ({@code SETTLE_ADMIN_KEY}) and the deployment key ({@code SETTLE_API_KEY}, tenant
+ *       {@code default}) are compared in constant time, in memory.</li>
+ *   <li>Any other key: a client address that has used up its failed attempts ({@link AuthFailureLimiter}) gets
+ *       429 before the key is looked at; a key not of the issued form ({@code sk_} + 43 base64url characters)
+ *       fails without a lookup; otherwise its hash is looked up ({@link ApiKeys}). A failure answers 401 and is
+ *       charged to the address.</li>
+ *   <li>A tenant's request rate ({@link TenantRateLimiter}): over it → 429 with Retry-After.</li>
  *   <li>The tenant id travels on as the request attribute {@link #TENANT}; every query is scoped by it, so another
  *       tenant's session is simply not found (404, the same as one that does not exist).</li>
  * </ol>
  */
-@Component
 public class ApiKeyFilter extends OncePerRequestFilter {
     public static final String TENANT = "settle.tenant";
     public static final String DEFAULT_TENANT = "default";
-    private static final JsonMapper JSON = JsonMapper.builder().build();
-    private final byte[] expected;
-    private final byte[] admin;
+    static final Pattern ISSUED_KEY = Pattern.compile("sk_[A-Za-z0-9_-]{43}");
+    private final SecurityContextHolderStrategy contexts = SecurityContextHolder.getContextHolderStrategy();
+    private final byte[] deploymentKey;
+    private final byte[] adminKey;
     private final ApiKeys keys;
-    private final TenantRateLimiter limiter;
+    private final TenantRateLimiter tenantRate;
+    private final AuthFailureLimiter failures;
 
-    public ApiKeyFilter(IngestSettings settings, ApiKeys keys, TenantRateLimiter limiter) {
-        this.expected = settings.apiKey().getBytes(StandardCharsets.UTF_8);
-        this.admin = settings.adminKey() == null || settings.adminKey().isBlank() ? null
+    ApiKeyFilter(IngestSettings settings, ApiKeys keys, TenantRateLimiter tenantRate, AuthFailureLimiter failures) {
+        this.deploymentKey = settings.apiKey().getBytes(StandardCharsets.UTF_8);
+        this.adminKey = settings.adminKey() == null || settings.adminKey().isBlank() ? null
                 : settings.adminKey().getBytes(StandardCharsets.UTF_8);
         this.keys = keys;
-        this.limiter = limiter;
-    }
-
-    @Override
-    protected boolean shouldNotFilter(HttpServletRequest request) {
-        String uri = request.getRequestURI();
-        return !uri.startsWith("/v1/") || uri.equals(OpenApiController.PATH);
+        this.tenantRate = tenantRate;
+        this.failures = failures;
     }
 
     @Override
     protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
         String header = request.getHeader("Authorization");
-        String presented = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7)
-                ? header.substring(7).trim() : null;
-        if (request.getRequestURI().startsWith("/v1/admin/") || request.getRequestURI().equals("/v1/admin")) {
-            if (admin == null) {
-                refuse(request, response, 401, "unauthorized", "the admin API is closed: SETTLE_ADMIN_KEY is not set");
-            } else if (presented != null && MessageDigest.isEqual(admin, presented.getBytes(StandardCharsets.UTF_8))) {
-                chain.doFilter(request, response);
-            } else {
-                refuse(request, response, 401, "unauthorized", header == null
-                        ? "missing Authorization: Bearer <admin key>" : "wrong admin key");
+        if (header == null) {
+            chain.doFilter(request, response);
+            return;
+        }
+        String presented = header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : "";
+        byte[] bytes = presented.getBytes(StandardCharsets.UTF_8);
+        Caller caller;
+        if (adminKey != null && MessageDigest.isEqual(adminKey, bytes)) {
+            caller = Caller.admin();
+        } else if (MessageDigest.isEqual(deploymentKey, bytes)) {
+            caller = Caller.tenant(DEFAULT_TENANT);
+        } else {
+            String address = request.getRemoteAddr();
+            long blocked = failures.blockedFor(address);
+            if (blocked > 0) {
+                SecurityProblems.rateLimited(request, response, blocked, "too many failed authentications from "
+                        + "this address; retry after " + blocked + " s");
+                return;
             }
-            return;
+            String tenant = ISSUED_KEY.matcher(presented).matches() ? keys.tenantOf(presented) : null;
+            if (tenant == null) {
+                failures.failed(address);
+                SecurityProblems.unauthorized(request, response,
+                        presented.isEmpty() ? "missing Authorization: Bearer <key>" : "wrong API key");
+                return;
+            }
+            caller = Caller.tenant(tenant);
         }
-        String tenant = null;
-        if (presented != null) {
-            tenant = MessageDigest.isEqual(expected, presented.getBytes(StandardCharsets.UTF_8))
-                    ? DEFAULT_TENANT : keys.tenantOf(presented);
+        if (caller.role() == Caller.Role.TENANT) {
+            long retryAfter = tenantRate.acquire(caller.tenant());
+            if (retryAfter > 0) {
+                SecurityProblems.rateLimited(request, response, retryAfter,
+                        "this tenant's request rate is exhausted; retry after " + retryAfter + " s");
+                return;
+            }
+            request.setAttribute(TENANT, caller.tenant());
         }
-        if (tenant == null) {
-            refuse(request, response, 401, "unauthorized",
-                    header == null ? "missing Authorization: Bearer <key>" : "wrong API key");
-            return;
-        }
-        long retryAfter = limiter.acquire(tenant);
-        if (retryAfter > 0) {
-            response.setHeader("Retry-After", Long.toString(retryAfter));
-            refuse(request, response, 429, "rate-limited",
-                    "this tenant's request rate is exhausted; retry after " + retryAfter + " s");
-            return;
-        }
-        request.setAttribute(TENANT, tenant);
+        SecurityContext context = contexts.createEmptyContext();
+        context.setAuthentication(caller);
+        contexts.setContext(context);
         chain.doFilter(request, response);
-    }
-
-    private static void refuse(HttpServletRequest request, HttpServletResponse response, int status, String type,
-                               String detail) throws IOException {
-        response.setStatus(status);
-        if (status == 401) {
-            response.setHeader("WWW-Authenticate", "Bearer");
-        }
-        response.setContentType("application/problem+json");
-        Map<String, Object> problem = new LinkedHashMap<>();
-        problem.put("type", "https://settle.dev/problems/" + type);
-        problem.put("title", HttpStatus.valueOf(status).getReasonPhrase());
-        problem.put("status", status);
-        problem.put("detail", detail);
-        problem.put("instance", request.getRequestURI());
-        response.getOutputStream().write(JSON.writeValueAsBytes(problem));
     }
 }

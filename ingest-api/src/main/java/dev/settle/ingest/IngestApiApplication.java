@@ -15,10 +15,13 @@ import java.util.Map;
  * serves the session views. Defaults live in {@link #defaultProperties()} rather than an
  * application.properties, because the quickstart runs all three applications from one classpath.
  */
-@SpringBootApplication
+@SpringBootApplication(excludeName = "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration")
 @EnableConfigurationProperties(IngestSettings.class)
 @Import({Topology.class, Operations.class})
 public class IngestApiApplication {
+    /** {@code SETTLE_MANAGEMENT_PORT}: where actuator (health, Prometheus) is served; never the API port. */
+    public static final int DEFAULT_MANAGEMENT_PORT = 9080;
+
 
     public static Map<String, Object> defaultProperties() {
         Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
@@ -37,6 +40,14 @@ public class IngestApiApplication {
         p.put("spring.kafka.producer.properties.max.block.ms", "2000");
         p.put("spring.mvc.problemdetails.enabled", "true");
         p.put("server.error.whitelabel.enabled", "false");
+        // actuator only on the management port, never on the API port; health says UP or DOWN and nothing more
+        p.put("management.server.port", "${settle.management.port:" + DEFAULT_MANAGEMENT_PORT + "}");
+        p.put("management.endpoint.health.show-details", "never");
+        p.put("management.endpoint.health.show-components", "never");
+        p.put("management.endpoint.health.group.readiness.show-details", "never");
+        p.put("management.endpoint.health.group.readiness.show-components", "never");
+        // no static resources: every route of this application is a controller with an access rule
+        p.put("spring.web.resources.add-mappings", "false");
         return p;
     }
 

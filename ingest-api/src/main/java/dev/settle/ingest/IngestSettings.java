@@ -13,10 +13,12 @@ import java.util.Set;
  * @param maxTextChars   longer message texts are refused with 413
  * @param adminKey       bearer key of the admin API ({@code SETTLE_ADMIN_KEY}); unset = the admin API is closed
  * @param limits         per-session and per-tenant limits ({@code SETTLE_LIMITS_*})
+ * @param auth           failed-authentication limits per client address ({@code SETTLE_AUTH_*})
  */
 @ConfigurationProperties("settle")
 public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars, @DefaultValue Policy policy,
-                             @DefaultValue Events events, String adminKey, @DefaultValue Limits limits) {
+                             @DefaultValue Events events, String adminKey, @DefaultValue Limits limits,
+                             @DefaultValue Auth auth) {
     public static final Set<String> POLICIES = dev.settle.schema.Policies.ALL;
 
     public IngestSettings {
@@ -47,6 +49,18 @@ public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTex
         public Limits {
             if (maxUnanswered < 1 || rate < 0 || burst < 1) {
                 throw new IllegalStateException("settle.limits: max-unanswered and burst must be at least 1, rate at least 0");
+            }
+        }
+    }
+
+    /**
+     * @param failureRate  failed authentications per second a client address gets back; 0 = unlimited
+     * @param failureBurst failed authentications a client address may make in a row before it must wait (429)
+     */
+    public record Auth(@DefaultValue("1") double failureRate, @DefaultValue("20") int failureBurst) {
+        public Auth {
+            if (failureRate < 0 || failureBurst < 1) {
+                throw new IllegalStateException("settle.auth: failure-rate must be at least 0, failure-burst at least 1");
             }
         }
     }

@@ -13,6 +13,7 @@ import java.util.Map;
 
 /** The demo agent's side effects: {@code GET /v1/ledger/entries?sessionId=...}. */
 @RestController
+@ApiAccess(Caller.Role.TENANT)
 public class LedgerController {
     static final String ENTRIES = """
             SELECT l.id, s.external_id, l.execution_id, l.amount, l.category, l.note, l.created_at

@@ -11,6 +11,7 @@ import java.io.InputStream;
 
 /** The OpenAPI 3.1 description of this API, public (no key): {@code GET /v1/openapi.yaml}. */
 @RestController
+@ApiAccess(Caller.Role.PUBLIC)
 public class OpenApiController {
     public static final String PATH = "/v1/openapi.yaml";
     static final String RESOURCE = "openapi/settle-openapi.yaml";

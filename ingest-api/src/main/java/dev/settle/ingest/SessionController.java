@@ -19,6 +19,7 @@ import java.util.Map;
 
 /** The public HTTP contract of Settle's ingest API ({@code /v1/sessions/...}). */
 @RestController
+@ApiAccess(Caller.Role.TENANT)
 @RequestMapping("/v1/sessions/{sessionId}")
 public class SessionController {
     private final IngestSettings settings;

@@ -26,6 +26,7 @@ import java.util.Map;
  * </ul>
  */
 @RestController
+@ApiAccess(Caller.Role.TENANT)
 @RequestMapping("/v1/webhooks/deliveries")
 public class WebhookDeliveriesController {
     static final int DEFAULT_LIMIT = 50;

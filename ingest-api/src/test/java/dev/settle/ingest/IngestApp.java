@@ -19,6 +19,8 @@ final class IngestApp implements AutoCloseable {
     static final String ADMIN_KEY = "test-admin-key";
     final ConfigurableApplicationContext context;
     final String base;
+    /** Actuator's base URL (the management port). */
+    final String management;
     final JdbcTemplate jdbc;
     final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -37,6 +39,7 @@ final class IngestApp implements AutoCloseable {
                 .properties(IngestApiApplication.defaultProperties())
                 .properties(Map.of(
                         "server.port", "0",
+                        "management.server.port", "0",
                         "settle.api-key", KEY,
                         "settle.admin-key", ADMIN_KEY,
                         "spring.datasource.url", jdbcUrl,
@@ -45,6 +48,7 @@ final class IngestApp implements AutoCloseable {
                 .run();
         int port = ((WebServerApplicationContext) context).getWebServer().getPort();
         base = "http://127.0.0.1:" + port;
+        management = "http://127.0.0.1:" + context.getEnvironment().getRequiredProperty("local.management.port");
         jdbc = context.getBean(JdbcTemplate.class);
     }
 

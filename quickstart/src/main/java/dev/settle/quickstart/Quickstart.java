@@ -31,6 +31,8 @@ public final class Quickstart {
         String port = env.getOrDefault("SERVER_PORT", "8080");
         String debouncePort = env.getOrDefault("SETTLE_DEBOUNCE_PORT", "8081");
         String agentPort = env.getOrDefault("SETTLE_AGENT_PORT", "8082");
+        String managementPort = env.getOrDefault("SETTLE_MANAGEMENT_PORT",
+                Integer.toString(dev.settle.ingest.IngestApiApplication.DEFAULT_MANAGEMENT_PORT));
 
         // Stopped in reverse order by one hook; the infrastructure's own hooks are not registered (see
         // EmbeddedMariaDb, EmbeddedKafka) and Boot's would stop logging halfway through the shutdown.
@@ -54,7 +56,7 @@ public final class Quickstart {
             }
             SettleLauncher settle = new SettleLauncher(shared);
             push(settle);
-            settle.startIngestApi(Map.of("server.port", port));
+            settle.startIngestApi(Map.of("server.port", port, "management.server.port", managementPort));
             settle.startDebounceWorker(Map.of("server.port", debouncePort));
             settle.startAgentWorker(Map.of("server.port", agentPort));
         } catch (RuntimeException e) {
@@ -62,7 +64,7 @@ public final class Quickstart {
             e.printStackTrace();
             System.exit(1);
         }
-        System.out.println(banner("http://localhost:" + port, apiKey, env, debouncePort, agentPort));
+        System.out.println(banner("http://localhost:" + port, apiKey, env, managementPort, debouncePort, agentPort));
         Thread.currentThread().join();
     }
 
@@ -96,8 +98,8 @@ public final class Quickstart {
         }
     }
 
-    private static String banner(String url, String apiKey, Map<String, String> env, String debouncePort,
-                                 String agentPort) {
+    private static String banner(String url, String apiKey, Map<String, String> env, String managementPort,
+                                 String debouncePort, String agentPort) {
         return """
 
                 ==============================================================
@@ -115,15 +117,15 @@ public final class Quickstart {
                      -d '{"text":"and coffee 12"}'
                    sleep 3; curl -s %s/v1/sessions/demo/messages -H 'Authorization: Bearer %s'
 
-                 Health and Prometheus metrics (/actuator/health, /actuator/prometheus):
-                   ingest-api %s, debounce-worker http://localhost:%s, agent-worker http://localhost:%s
+                 Health and Prometheus metrics (/actuator/health, /actuator/prometheus), never on the API port:
+                   ingest-api http://localhost:%s, debounce-worker http://localhost:%s, agent-worker http://localhost:%s
 
                  Ctrl-C stops everything.
                 ==============================================================
                 """.formatted(url, apiKey,
                 env.get("SETTLE_LLM_URL") == null ? "offline demo model (set SETTLE_LLM_URL for a real one)" : env.get("SETTLE_LLM_URL"),
                 env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"),
-                url, apiKey, url, apiKey, url, apiKey, url, debouncePort, agentPort);
+                url, apiKey, url, apiKey, url, apiKey, managementPort, debouncePort, agentPort);
     }
 
     private static void log(String message) {

@@ -26,8 +26,13 @@ public final class SettleLauncher implements AutoCloseable {
         this.shared = new HashMap<>(shared);
     }
 
+    /** On a free API port ({@code server.port} 0) the management port is a free one too, unless given. */
     public ConfigurableApplicationContext startIngestApi(Map<String, Object> extra) {
-        return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(), extra);
+        Map<String, Object> props = new HashMap<>(extra);
+        if ("0".equals(String.valueOf(props.get("server.port")))) {
+            props.putIfAbsent("management.server.port", "0");
+        }
+        return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(), props);
     }
 
     public ConfigurableApplicationContext startDebounceWorker(Map<String, Object> extra) {
@@ -41,6 +46,11 @@ public final class SettleLauncher implements AutoCloseable {
     /** The HTTP port an application listens on (ingest: the API; a worker: its actuator). */
     public static int port(ConfigurableApplicationContext application) {
         return ((WebServerApplicationContext) application).getWebServer().getPort();
+    }
+
+    /** The ingest API's management port (actuator: health, Prometheus). */
+    public static int managementPort(ConfigurableApplicationContext ingest) {
+        return Integer.parseInt(ingest.getEnvironment().getRequiredProperty("local.management.port"));
     }
 
     private synchronized ConfigurableApplicationContext start(Class<?> app, Map<String, Object> defaults,

@@ -65,6 +65,11 @@ final class ApiClient {
         return r.body();
     }
 
+    /** The status of an anonymous GET of any URL. */
+    int status(String url) {
+        return send(HttpRequest.newBuilder(URI.create(url)).GET().build()).statusCode();
+    }
+
     private HttpResponse<String> send(HttpRequest request) {
         try {
             return http.send(request, HttpResponse.BodyHandlers.ofString());

@@ -58,9 +58,11 @@ class QuickstartJarIT {
         assertTrue(Files.isRegularFile(jar), jar + " does not exist: failsafe runs after package");
 
         int port = FreePort.find();
+        int managementPort = FreePort.find();
         Map<String, String> env = Map.of(
                 "SETTLE_DATADIR", tmp.resolve("data").toString(),
                 "SERVER_PORT", Integer.toString(port),
+                "SETTLE_MANAGEMENT_PORT", Integer.toString(managementPort),
                 "SETTLE_DEBOUNCE_PORT", Integer.toString(FreePort.find()),
                 "SETTLE_AGENT_PORT", Integer.toString(FreePort.find()),
                 "SETTLE_DEBOUNCE_WINDOW", "3s"); // both POSTs land well inside it, even on a loaded machine
@@ -72,6 +74,12 @@ class QuickstartJarIT {
                 quickstart.awaitBanner(START);
                 assertTrue(quickstart.output().contains("API key: " + DEFAULT_KEY + "\n"), "banner without the default key");
                 assertTrue(quickstart.output().contains("Model:   offline demo model"), "banner without the offline model");
+                assertTrue(quickstart.output().contains("ingest-api http://localhost:" + managementPort + ","),
+                        "banner without the management port");
+                // actuator on the management port only: the API port has none of it
+                assertTrue(api.raw("http://127.0.0.1:" + managementPort + "/actuator/health/readiness").contains("\"UP\""));
+                assertTrue(api.raw("http://127.0.0.1:" + managementPort + "/actuator/prometheus").contains("settle_"));
+                assertEquals(404, api.status("http://127.0.0.1:" + port + "/actuator/prometheus"));
 
                 assertEquals(1, api.post(session, "lunch 35").get("version").asLong());
                 assertEquals(2, api.post(session, "and coffee 12").get("version").asLong());

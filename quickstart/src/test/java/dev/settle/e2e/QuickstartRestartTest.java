@@ -55,7 +55,7 @@ class QuickstartRestartTest {
         int port = FreePort.find();
         int debouncePort = FreePort.find();
         int agentPort = FreePort.find();
-        Map<String, String> env = Map.of(
+        Map<String, String> env = new java.util.HashMap<>(Map.of(
                 "SETTLE_DATADIR", tmp.resolve("data").toString(),
                 "SERVER_PORT", Integer.toString(port),
                 "SETTLE_DEBOUNCE_PORT", Integer.toString(debouncePort),
@@ -65,7 +65,8 @@ class QuickstartRestartTest {
                 "SETTLE_DEBOUNCE_MAXWAIT", "30s",
                 "SETTLE_LEASE_TTL", "3s",
                 "SETTLE_SWEEPER_INTERVAL", "500ms",
-                "SETTLE_SWEEPER_GRACE", "4s"); // longer than the window, as the sweeper requires
+                "SETTLE_SWEEPER_GRACE", "4s")); // longer than the window, as the sweeper requires
+        env.put("SETTLE_MANAGEMENT_PORT", Integer.toString(FreePort.find()));
         ApiClient api = new ApiClient("http://127.0.0.1:" + port, KEY);
         String a = "restart-a-" + UUID.randomUUID();
         String b = "restart-b-" + UUID.randomUUID();

@@ -23,6 +23,17 @@ import java.util.concurrent.TimeUnit;
 public class Operations {
     static final long KAFKA_TIMEOUT_MS = 2000;
 
+    /**
+     * The workers serve only actuator on their port; when the ingest API's web security is on the same classpath
+     * (the quickstart and the bench run all three applications in one JVM) it must not lock those endpoints.
+     */
+    public static final String NO_WEB_SECURITY = String.join(",",
+            "org.springframework.boot.security.autoconfigure.SecurityAutoConfiguration",
+            "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration",
+            "org.springframework.boot.security.autoconfigure.web.servlet.ServletWebSecurityAutoConfiguration",
+            "org.springframework.boot.security.autoconfigure.web.servlet.SecurityFilterAutoConfiguration",
+            "org.springframework.boot.security.autoconfigure.actuate.web.servlet.ManagementWebSecurityAutoConfiguration");
+
     public static Map<String, Object> defaultProperties() {
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("management.endpoints.web.exposure.include", "health,info,prometheus,metrics");
