@@ -274,3 +274,8 @@ CREATE TABLE session_burst (
   fired_at    DATETIME(6) NOT NULL,
   PRIMARY KEY (session_id, end_version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:9-message-created-index
+-- Idempotency keys are kept for a retention (SETTLE_IDEMPOTENCY_RETENTION, 24 h): the ingest API forgets older
+-- ones by walking this index forward from where its last purge ended.
+CREATE INDEX ix_message_created ON chat_message (created_at);

@@ -14,11 +14,12 @@ import java.util.Set;
  * @param adminKey       bearer key of the admin API ({@code SETTLE_ADMIN_KEY}); unset = the admin API is closed
  * @param limits         per-session and per-tenant limits ({@code SETTLE_LIMITS_*})
  * @param auth           failed-authentication limits per client address ({@code SETTLE_AUTH_*})
+ * @param idempotency    how long Idempotency-Keys are honoured ({@code SETTLE_IDEMPOTENCY_*})
  */
 @ConfigurationProperties("settle")
 public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars, @DefaultValue Policy policy,
                              @DefaultValue Events events, String adminKey, @DefaultValue Limits limits,
-                             @DefaultValue Auth auth) {
+                             @DefaultValue Auth auth, @DefaultValue Idempotency idempotency) {
     public static final Set<String> POLICIES = dev.settle.schema.Policies.ALL;
 
     public IngestSettings {
@@ -49,6 +50,18 @@ public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTex
         public Limits {
             if (maxUnanswered < 1 || rate < 0 || burst < 1) {
                 throw new IllegalStateException("settle.limits: max-unanswered and burst must be at least 1, rate at least 0");
+            }
+        }
+    }
+
+    /**
+     * @param retention     an Idempotency-Key is honoured this long after the message it created; then forgotten
+     * @param purgeInterval how often each ingest instance forgets the keys past the retention
+     */
+    public record Idempotency(@DefaultValue("24h") Duration retention, @DefaultValue("10m") Duration purgeInterval) {
+        public Idempotency {
+            if (retention.compareTo(Duration.ofMinutes(1)) < 0 || purgeInterval.isNegative() || purgeInterval.isZero()) {
+                throw new IllegalStateException("settle.idempotency: retention must be at least 1m, purge-interval positive");
             }
         }
     }
