@@ -121,6 +121,11 @@ public final class WebhookSender implements AutoCloseable {
     WebhookSender(String secrets, Duration timeout, EndpointGuard guard, TlsSocketStrategy tls) {
         this.timeout = timeout;
         this.guard = guard;
+        try {
+            this.signers = signers(secrets);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): " + e.getMessage(), e);
+        }
         this.http = HttpClients.custom()
                 .setConnectionManager(PoolingHttpClientConnectionManagerBuilder.create()
                         .setDnsResolver(NO_LOOKUPS)
@@ -142,11 +147,6 @@ public final class WebhookSender implements AutoCloseable {
                 .disableContentCompression()
                 .evictIdleConnections(TimeValue.ofMinutes(1))
                 .build();
-        try {
-            this.signers = signers(secrets);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): " + e.getMessage(), e);
-        }
     }
 
     private static List<Webhook> signers(String secrets) {
