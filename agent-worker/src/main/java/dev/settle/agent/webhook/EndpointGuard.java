@@ -7,6 +7,7 @@ import java.net.URI;
 import java.net.UnknownHostException;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Function;
 
 /**
  * The SSRF guard: a webhook is never sent to an address inside a private network unless
@@ -15,19 +16,17 @@ import java.util.Locale;
  * <ol>
  *   <li>The URL must be absolute http(s) with a host.</li>
  *   <li>The host is resolved once, and <em>every</em> address it resolves to is checked (one bad A/AAAA record
- *       refuses the URL: the HTTP client may pick any of them).</li>
+ *       refuses the URL). {@link #check} returns the checked addresses, and the sender connects only to one of
+ *       them: nothing resolves the name a second time, so there is no window for DNS rebinding.</li>
  *   <li>Refused: unspecified (0.0.0.0/8, ::), loopback (127/8, ::1), private (10/8, 172.16/12, 192.168/16,
  *       fc00::/7 with the fd00:ec2::254 metadata address, fec0::/10), link-local (169.254/16 with the 169.254.169.254 metadata address, fe80::/10), CGNAT
  *       (100.64/10), IETF/benchmark ranges (192.0.0/24, 198.18/15), multicast and reserved (224/4, 240/4, ff00::/8),
- *       and IPv4 embedded in IPv6 (::ffff:a.b.c.d mapped, ::a.b.c.d compatible, 64:ff9b::/96 NAT64, 2002::/16 6to4)
- *       whose IPv4 address is any of these.</li>
+ *       and the local-use NAT64 prefix 64:ff9b:1::/48 as a whole (its IPv4 may sit at several offsets).</li>
+ *   <li>IPv6 forms that carry an IPv4 address are judged by that IPv4 address: IPv4-mapped (::ffff:a.b.c.d),
+ *       IPv4-translated (::ffff:0:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96, the last 32 bits),
+ *       6to4 (2002::/16, bits 16–47) and Teredo (2001::/32: the server at bits 32–63 and the client, the last
+ *       32 bits inverted; refused when either one is forbidden).</li>
  * </ol>
- *
- * Residual risk (DNS rebinding): the HTTP client resolves the host again when it connects. That lookup is
- * answered from the JVM's address cache that the check just filled (30 s for positive answers, independent of
- * the record's DNS TTL), so both see the same addresses unless the cache entry expires in the microseconds
- * between them or {@code networkaddress.cache.ttl} is set to 0. The check runs before every attempt, so a name
- * that starts resolving to a private address is refused from then on.
  */
 public final class EndpointGuard {
     /** Resolves a host name to all its addresses ({@link InetAddress#getAllByName} in production). */
@@ -45,10 +44,17 @@ public final class EndpointGuard {
 
     private final boolean allowPrivate;
     private final Resolver resolver;
+    private final Function<InetAddress, String> classifier;
 
     public EndpointGuard(boolean allowPrivate, Resolver resolver) {
+        this(allowPrivate, resolver, EndpointGuard::forbiddenClass);
+    }
+
+    /** @param classifier the forbidden class of an address, or null when it may be called ({@link #forbiddenClass}) */
+    EndpointGuard(boolean allowPrivate, Resolver resolver, Function<InetAddress, String> classifier) {
         this.allowPrivate = allowPrivate;
         this.resolver = resolver;
+        this.classifier = classifier;
     }
 
     public static EndpointGuard system(boolean allowPrivate) {
@@ -74,6 +80,8 @@ public final class EndpointGuard {
     }
 
     /**
+     * Resolves the host once and checks every address. The caller connects only to the returned addresses.
+     *
      * @return every address the host resolves to, all of them allowed
      * @throws Refused when one is in a forbidden network (and private ones are not allowed)
      * @throws UnknownHostException when the host does not resolve
@@ -81,9 +89,12 @@ public final class EndpointGuard {
     public List<InetAddress> check(URI uri) throws Refused, UnknownHostException {
         String host = uri.getHost();
         InetAddress[] addresses = resolver.resolve(host);
+        if (addresses == null || addresses.length == 0) {
+            throw new UnknownHostException(host);
+        }
         if (!allowPrivate) {
             for (InetAddress address : addresses) {
-                String forbidden = forbiddenClass(address);
+                String forbidden = classifier.apply(address);
                 if (forbidden != null) {
                     throw new Refused("refused: webhook host " + host + " resolves to " + address.getHostAddress()
                             + ", " + forbidden + "; private networks are allowed only with "
@@ -154,12 +165,16 @@ public final class EndpointGuard {
             0x02, 0x54};
 
     private static String forbiddenV6(byte[] b) {
-        boolean first10Zero = true;
-        for (int i = 0; i < 10; i++) {
-            first10Zero &= b[i] == 0;
+        boolean first8Zero = true;
+        for (int i = 0; i < 8; i++) {
+            first8Zero &= b[i] == 0;
         }
+        boolean first10Zero = first8Zero && b[8] == 0 && b[9] == 0;
         if (first10Zero && (b[10] & 0xff) == 0xff && (b[11] & 0xff) == 0xff) {
-            return embedded("IPv4-mapped", b, 12);
+            return embedded("IPv4-mapped form of", b, 12);
+        }
+        if (first8Zero && (b[8] & 0xff) == 0xff && (b[9] & 0xff) == 0xff && b[10] == 0 && b[11] == 0) {
+            return embedded("IPv4-translated form of", b, 12);
         }
         if (first10Zero && b[10] == 0 && b[11] == 0) {
             boolean high12Zero = b[12] == 0 && b[13] == 0 && b[14] == 0;
@@ -169,7 +184,7 @@ public final class EndpointGuard {
             if (high12Zero && b[15] == 1) {
                 return "a loopback address (::1)";
             }
-            return embedded("IPv4-compatible", b, 12);
+            return embedded("IPv4-compatible form of", b, 12);
         }
         int b0 = b[0] & 0xff;
         int b1 = b[1] & 0xff;
@@ -194,19 +209,31 @@ public final class EndpointGuard {
                 zeros &= b[i] == 0;
             }
             if (zeros) {
-                return embedded("NAT64 (64:ff9b::/96)", b, 12);
+                return embedded("NAT64 (64:ff9b::/96) form of", b, 12);
             }
         }
+        if (b0 == 0x00 && b1 == 0x64 && (b[2] & 0xff) == 0xff && (b[3] & 0xff) == 0x9b && b[4] == 0 && b[5] == 1) {
+            return "a local-use NAT64 address (64:ff9b:1::/48)";
+        }
         if (b0 == 0x20 && b1 == 0x02) {
-            return embedded("6to4 (2002::/16)", b, 2);
+            return embedded("6to4 (2002::/16) form of", b, 2);
+        }
+        if (b0 == 0x20 && b1 == 0x01 && b[2] == 0 && b[3] == 0) {
+            String server = embedded("Teredo (2001::/32) server address", b, 4);
+            if (server != null) {
+                return server;
+            }
+            byte[] client = {(byte) ~b[12], (byte) ~b[13], (byte) ~b[14], (byte) ~b[15]};
+            return embedded("Teredo (2001::/32) client address", client, 0);
         }
         return null;
     }
 
-    private static String embedded(String form, byte[] b, int offset) {
+    /** "the {what} a.b.c.d, {its class}" when the IPv4 address at {@code offset} is forbidden, else null. */
+    private static String embedded(String what, byte[] b, int offset) {
         byte[] v4 = {b[offset], b[offset + 1], b[offset + 2], b[offset + 3]};
         String inner = forbiddenV4(v4);
-        return inner == null ? null : "the " + form + " form of " + (v4[0] & 0xff) + "." + (v4[1] & 0xff) + "."
+        return inner == null ? null : "the " + what + " " + (v4[0] & 0xff) + "." + (v4[1] & 0xff) + "."
                 + (v4[2] & 0xff) + "." + (v4[3] & 0xff) + ", " + inner;
     }
 }

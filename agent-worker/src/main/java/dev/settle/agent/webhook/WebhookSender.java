@@ -2,19 +2,41 @@ package dev.settle.agent.webhook;
 
 import com.standardwebhooks.Webhook;
 
+import org.apache.hc.client5.http.ConnectTimeoutException;
+import org.apache.hc.client5.http.DnsResolver;
+import org.apache.hc.client5.http.HttpHostConnectException;
+import org.apache.hc.client5.http.classic.methods.HttpPost;
+import org.apache.hc.client5.http.config.ConnectionConfig;
+import org.apache.hc.client5.http.config.RequestConfig;
+import org.apache.hc.client5.http.impl.DefaultSchemePortResolver;
+import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
+import org.apache.hc.client5.http.impl.classic.HttpClients;
+import org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManagerBuilder;
+import org.apache.hc.client5.http.impl.routing.DefaultRoutePlanner;
+import org.apache.hc.client5.http.protocol.HttpClientContext;
+import org.apache.hc.client5.http.ssl.DefaultClientTlsStrategy;
+import org.apache.hc.client5.http.ssl.TlsSocketStrategy;
+import org.apache.hc.core5.http.ClassicHttpResponse;
+import org.apache.hc.core5.http.ContentType;
+import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HttpHost;
+import org.apache.hc.core5.http.io.entity.ByteArrayEntity;
+import org.apache.hc.core5.http.io.entity.EntityUtils;
+import org.apache.hc.core5.io.CloseMode;
+import org.apache.hc.core5.util.TimeValue;
+import org.apache.hc.core5.util.Timeout;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.UnknownHostException;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -22,6 +44,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
 
 /**
  * One signed POST per attempt, per the Standard Webhooks spec: {@code webhook-id} (stable per reply),
@@ -31,10 +55,16 @@ import java.util.concurrent.TimeoutException;
  * <ol>
  *   <li>One deadline (the timeout) for the whole attempt: DNS lookup, connect, headers and body. An endpoint that
  *       answers late has not answered, and a hanging resolver cannot hold the attempt past its claim.</li>
- *   <li>The SSRF guard ({@link EndpointGuard}) resolves and checks the host; refused → nothing is sent.</li>
- *   <li>HTTP/1.1, redirects never followed (a 3xx is a failed attempt).</li>
- *   <li>Connections are pooled per host and port by the JDK client and every request waits on its own virtual
- *       thread, so a hanging endpoint holds only its own attempts.</li>
+ *   <li>The SSRF guard ({@link EndpointGuard}) resolves the host once and checks every address; refused →
+ *       nothing is sent. The connection goes to a checked address (the next one only when the previous one
+ *       refused the connection) while the Host header, TLS SNI and certificate check use the URL's host name.
+ *       The HTTP client itself never resolves a name (its resolver refuses every lookup) and never uses a proxy
+ *       (a proxy would resolve the name again), so there is no DNS-rebinding window.</li>
+ *   <li>HTTP/1.1, one request per attempt: redirects never followed (a 3xx is a failed attempt), no automatic
+ *       retries, no cookies, no compression.</li>
+ *   <li>Connections are pooled per scheme, host name, port <em>and checked address</em>, so a pooled connection is
+ *       reused only for the address it was opened to; every request waits on its own virtual thread, so a hanging
+ *       endpoint holds only its own attempts.</li>
  * </ol>
  */
 public final class WebhookSender implements AutoCloseable {
@@ -59,8 +89,23 @@ public final class WebhookSender implements AutoCloseable {
 
     static final String INTERRUPTED = "interrupted: the dispatcher stopped mid-attempt";
 
+    /** The client's own resolver: it is never asked, because every request names the checked address. */
+    private static final DnsResolver NO_LOOKUPS = new DnsResolver() {
+        @Override
+        public InetAddress[] resolve(String host) throws UnknownHostException {
+            throw new UnknownHostException(host + ": the webhook client connects only to addresses checked by the "
+                    + "SSRF guard and never resolves a host name itself");
+        }
+
+        @Override
+        public String resolveCanonicalHostname(String host) throws UnknownHostException {
+            return resolve(host)[0].getHostName();
+        }
+    };
+    private static final ContentType JSON = ContentType.create("application/json");
+
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-    private final HttpClient http;
+    private final CloseableHttpClient http;
     private final List<Webhook> signers;
     /** Signers of tenants' secrets, by their configured string (tenants rotate by replacing the string). */
     private final Map<String, List<Webhook>> tenantSigners = new ConcurrentHashMap<>();
@@ -69,19 +114,39 @@ public final class WebhookSender implements AutoCloseable {
 
     /** @param secrets whsec_ secrets separated by whitespace; null or blank sends unsigned requests */
     public WebhookSender(String secrets, Duration timeout, EndpointGuard guard) {
+        this(secrets, timeout, guard, DefaultClientTlsStrategy.createSystemDefault());
+    }
+
+    /** @param tls TLS for https endpoints (the JVM's trust store and settings in production) */
+    WebhookSender(String secrets, Duration timeout, EndpointGuard guard, TlsSocketStrategy tls) {
         this.timeout = timeout;
         this.guard = guard;
-        this.http = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .followRedirects(HttpClient.Redirect.NEVER)
-                .connectTimeout(timeout)
-                .executor(executor)
-                .build();
         try {
             this.signers = signers(secrets);
         } catch (IllegalArgumentException e) {
             throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): " + e.getMessage(), e);
         }
+        this.http = HttpClients.custom()
+                .setConnectionManager(PoolingHttpClientConnectionManagerBuilder.create()
+                        .setDnsResolver(NO_LOOKUPS)
+                        .setTlsSocketStrategy(tls)
+                        .setMaxConnTotal(Integer.MAX_VALUE)
+                        .setMaxConnPerRoute(Integer.MAX_VALUE)
+                        .setDefaultConnectionConfig(ConnectionConfig.custom()
+                                .setConnectTimeout(Timeout.of(timeout))
+                                .setSocketTimeout(Timeout.of(timeout))
+                                .setValidateAfterInactivity(TimeValue.ofSeconds(1))
+                                .build())
+                        .build())
+                // direct connections only: no proxy from system properties, the environment or a ProxySelector
+                .setRoutePlanner(new DefaultRoutePlanner(DefaultSchemePortResolver.INSTANCE))
+                .disableRedirectHandling()
+                .disableAutomaticRetries()
+                .disableCookieManagement()
+                .disableAuthCaching()
+                .disableContentCompression()
+                .evictIdleConnections(TimeValue.ofMinutes(1))
+                .build();
     }
 
     private static List<Webhook> signers(String secrets) {
@@ -124,21 +189,23 @@ public final class WebhookSender implements AutoCloseable {
         } catch (EndpointGuard.Refused e) {
             return Result.failed(e.getMessage() + "; not sent", micros(started), false);
         }
-        Result refused = checkWithin(uri, deadline, started);
-        if (refused != null) {
-            return refused;
+        Checked checked = checkWithin(uri, deadline, started);
+        if (checked.refused() != null) {
+            return checked.refused();
         }
         long left = deadline - System.nanoTime();
         if (left <= 0) {
             return Result.failed(timedOut(), micros(started), false);
         }
-        HttpRequest.Builder request = HttpRequest.newBuilder(uri)
-                .timeout(Duration.ofNanos(left))
-                .header("Content-Type", "application/json")
-                .header("User-Agent", "Settle-Webhooks/1")
-                .header("webhook-id", webhookId)
-                .header("webhook-timestamp", Long.toString(timestamp))
-                .POST(HttpRequest.BodyPublishers.ofString(payload));
+        HttpPost request = new HttpPost(uri);
+        request.setConfig(RequestConfig.custom()
+                .setConnectionRequestTimeout(Timeout.of(left, TimeUnit.NANOSECONDS))
+                .setResponseTimeout(Timeout.of(left, TimeUnit.NANOSECONDS))
+                .build());
+        request.setHeader("User-Agent", "Settle-Webhooks/1");
+        request.setHeader("webhook-id", webhookId);
+        request.setHeader("webhook-timestamp", Long.toString(timestamp));
+        request.setEntity(new ByteArrayEntity(payload.getBytes(UTF_8), JSON));
         if (!signers.isEmpty()) {
             List<String> signatures = new ArrayList<>();
             for (Webhook signer : signers) {
@@ -148,26 +215,26 @@ public final class WebhookSender implements AutoCloseable {
                     return Result.failed("signing failed: " + e, micros(started), false);
                 }
             }
-            request.header("webhook-signature", String.join(" ", signatures));
+            request.setHeader("webhook-signature", String.join(" ", signatures));
         }
-        CompletableFuture<HttpResponse<Void>> exchange =
-                http.sendAsync(request.build(), HttpResponse.BodyHandlers.discarding());
+        Future<Result> exchange;
         try {
-            HttpResponse<Void> r = exchange.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
-            var h = r.headers();
-            return new Result(r.statusCode(), null, micros(started), true, h.firstValue("retry-after").orElse(null),
-                    h.firstValue("date").orElse(null), h.firstValue("webhook-delivery").orElse(null),
-                    h.firstValue("location").orElse(null));
+            exchange = executor.submit(() -> exchange(request, uri, checked.addresses(), started));
+        } catch (RejectedExecutionException e) { // closed: the worker is stopping
+            return Result.failed(INTERRUPTED, micros(started), false);
+        }
+        try {
+            return exchange.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            exchange.cancel(true);
+            abort(request, exchange);
             return Result.failed(timedOut(), micros(started), true);
         } catch (InterruptedException e) {
-            exchange.cancel(true);
+            abort(request, exchange);
             Thread.currentThread().interrupt();
             return Result.failed(INTERRUPTED, micros(started), true);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
-            if (cause instanceof HttpTimeoutException) {
+            if (cause instanceof SocketTimeoutException || cause instanceof ConnectTimeoutException) {
                 return Result.failed(timedOut(), micros(started), true);
             }
             return Result.failed("connection failed: " + cause, micros(started), true);
@@ -177,44 +244,86 @@ public final class WebhookSender implements AutoCloseable {
     }
 
     /**
+     * POSTs to the first checked address that accepts the connection: the target names that address, so the
+     * client connects exactly there, and the URL's host name for the Host header, SNI and the certificate check.
+     * The body of the answer is read and dropped (the connection stays reusable).
+     */
+    private Result exchange(HttpPost request, URI uri, List<InetAddress> addresses, long started) throws IOException {
+        String hostName = hostName(uri);
+        HttpHostConnectException refused = null;
+        for (InetAddress address : addresses) {
+            HttpHost target = new HttpHost(uri.getScheme(), address, hostName, uri.getPort());
+            try {
+                return http.execute(target, request, HttpClientContext.create(), (ClassicHttpResponse r) -> {
+                    EntityUtils.consume(r.getEntity());
+                    return new Result(r.getCode(), null, micros(started), true, header(r, "retry-after"),
+                            header(r, "date"), header(r, "webhook-delivery"), header(r, "location"));
+                });
+            } catch (HttpHostConnectException e) { // nothing was sent to this address
+                refused = e;
+            }
+        }
+        throw refused;
+    }
+
+    private static String header(ClassicHttpResponse response, String name) {
+        Header h = response.getFirstHeader(name);
+        return h == null ? null : h.getValue();
+    }
+
+    /** The URL's host name, an IPv6 literal without its brackets. */
+    private static String hostName(URI uri) {
+        String host = uri.getHost();
+        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    }
+
+    private static void abort(HttpPost request, Future<?> exchange) {
+        request.cancel(); // closes the connection, whatever the exchange is blocked on
+        exchange.cancel(true);
+    }
+
+    /** The guard's verdict: the addresses that may be connected to, or the failed attempt. */
+    private record Checked(List<InetAddress> addresses, Result refused) {
+        static Checked failed(Result refused) {
+            return new Checked(List.of(), refused);
+        }
+    }
+
+    /**
      * The SSRF check, its DNS lookup included, under the attempt's deadline: a resolver that hangs must not hold
      * the attempt (and its claim) past the timeout. The lookup runs on its own virtual thread; when the deadline
      * passes first it is interrupted and abandoned (a blocked system lookup ends on its own).
      *
-     * @return null when the URL may be called; otherwise the failed attempt (nothing sent)
+     * @return the checked addresses, or the failed attempt (nothing sent)
      */
-    private Result checkWithin(URI uri, long deadline, long started) {
-        Future<?> lookup;
+    private Checked checkWithin(URI uri, long deadline, long started) {
+        Future<List<InetAddress>> lookup;
         try {
-            lookup = executor.submit(() -> {
-                guard.check(uri);
-                return null;
-            });
+            lookup = executor.submit(() -> guard.check(uri));
         } catch (RejectedExecutionException e) { // closed: the worker is stopping
-            return Result.failed(INTERRUPTED, micros(started), false);
+            return Checked.failed(Result.failed(INTERRUPTED, micros(started), false));
         }
         try {
-            lookup.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
-            return null;
+            return new Checked(lookup.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS), null);
         } catch (TimeoutException e) {
             lookup.cancel(true);
-            return Result.failed("timeout: resolving " + uri.getHost() + " took longer than the " + timeout.toMillis()
-                    + " ms deadline; not sent", micros(started), false);
+            return Checked.failed(Result.failed("timeout: resolving " + uri.getHost() + " took longer than the "
+                    + timeout.toMillis() + " ms deadline; not sent", micros(started), false));
         } catch (InterruptedException e) {
             lookup.cancel(true);
             Thread.currentThread().interrupt();
-            return Result.failed(INTERRUPTED, micros(started), false);
+            return Checked.failed(Result.failed(INTERRUPTED, micros(started), false));
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
             if (cause instanceof EndpointGuard.Refused) {
-                return Result.failed(cause.getMessage() + "; not sent", micros(started), false);
+                return Checked.failed(Result.failed(cause.getMessage() + "; not sent", micros(started), false));
             }
             if (cause instanceof UnknownHostException) {
-                return Result.failed("DNS: cannot resolve " + cause.getMessage() + "; not sent", micros(started),
-                        false);
+                return Checked.failed(Result.failed("DNS: cannot resolve " + cause.getMessage() + "; not sent",
+                        micros(started), false));
             }
-            return Result.failed("DNS: resolving " + uri.getHost() + " failed: " + cause + "; not sent",
-                    micros(started), false);
+            return Checked.failed(Result.failed("DNS: resolving " + uri.getHost() + " failed: " + cause
+                    + "; not sent", micros(started), false));
         }
     }
 
@@ -228,7 +337,7 @@ public final class WebhookSender implements AutoCloseable {
 
     @Override
     public void close() {
-        http.shutdownNow();
+        http.close(CloseMode.IMMEDIATE);
         executor.shutdownNow();
     }
 }

@@ -59,6 +59,48 @@ class WebhookEndpointGuardTest {
         assertEquals(expected, EndpointGuard.forbiddenClass(InetAddress.getByName(literal)));
     }
 
+    @ParameterizedTest(name = "{0} is {1}")
+    @CsvSource(delimiter = '|', value = {
+            "64:ff9b::7f00:1                  | the NAT64 (64:ff9b::/96) form of 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "64:ff9b::a00:1                   | the NAT64 (64:ff9b::/96) form of 10.0.0.1, a private address (10.0.0.0/8)",
+            "64:ff9b:1::1                     | a local-use NAT64 address (64:ff9b:1::/48)",
+            "64:ff9b:1:ffff::808:808          | a local-use NAT64 address (64:ff9b:1::/48)",
+            "64:ff9b:1:808:808::              | a local-use NAT64 address (64:ff9b:1::/48)",
+            "::ffff:0:7f00:1                  | the IPv4-translated form of 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "::ffff:0:a9fe:a9fe               | the IPv4-translated form of 169.254.169.254, the link-local cloud metadata address (169.254.169.254)",
+            "::ffff:0:c0a8:101                | the IPv4-translated form of 192.168.1.1, a private address (192.168.0.0/16)",
+            "::ffff:0:0:0                     | the IPv4-translated form of 0.0.0.0, an unspecified address (0.0.0.0/8)",
+            "2002:7f00:1::1                   | the 6to4 (2002::/16) form of 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "2002:a00:1::                     | the 6to4 (2002::/16) form of 10.0.0.1, a private address (10.0.0.0/8)",
+            "2002:a9fe:a9fe:1::1              | the 6to4 (2002::/16) form of 169.254.169.254, the link-local cloud metadata address (169.254.169.254)",
+            "2002:6440:1::1                   | the 6to4 (2002::/16) form of 100.64.0.1, a carrier-grade NAT address (100.64.0.0/10)",
+            "2001:0:a00:1::f7f7:f7f7          | the Teredo (2001::/32) server address 10.0.0.1, a private address (10.0.0.0/8)",
+            "2001:0:7f00:1:8000:ffff:f7f7:f7f7 | the Teredo (2001::/32) server address 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "2001:0:808:808::80ff:fffe        | the Teredo (2001::/32) client address 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "2001:0:808:808:8000:ffff:3f57:fefe | the Teredo (2001::/32) client address 192.168.1.1, a private address (192.168.0.0/16)",
+            "2001:0:808:808::5601:5601        | the Teredo (2001::/32) client address 169.254.169.254, the link-local cloud metadata address (169.254.169.254)",
+            "2001:0:808:808::ffff:ffff        | the Teredo (2001::/32) client address 0.0.0.0, an unspecified address (0.0.0.0/8)",
+    })
+    void ipv6_forms_that_carry_a_forbidden_ipv4_address_are_refused_with_the_form_and_class(String literal,
+                                                                                             String expected)
+            throws Exception {
+        InetAddress address = InetAddress.getByName(literal);
+        assertInstanceOf(Inet6Address.class, address, literal);
+        assertEquals(expected, EndpointGuard.forbiddenClass(address));
+    }
+
+    /** The same forms carrying public IPv4 addresses are public (NAT64 /96, 6to4 and Teredo reach the internet). */
+    @ParameterizedTest
+    @ValueSource(strings = {"64:ff9b::808:808", "64:ff9b::101:101", "::ffff:0:808:808", "::ffff:0:5db8:d70e",
+            "2002:808:808::1", "2002:5db8:d70e:1::1", "2001:0:808:808::f7f7:f7f7",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:0:101:101:0:ffff:a247:f2f1",
+            "2001:1::1", "2001:4860:4860::8888", "64:ff9b:2::1", "2003::1"})
+    void ipv6_forms_that_carry_a_public_ipv4_address_pass(String literal) throws Exception {
+        InetAddress address = InetAddress.getByName(literal);
+        assertInstanceOf(Inet6Address.class, address, literal);
+        assertNull(EndpointGuard.forbiddenClass(address), literal);
+    }
+
     @ParameterizedTest(name = "::ffff:{0}")
     @CsvSource(delimiter = '|', value = {
             "127.0.0.1       | a loopback address (127.0.0.0/8)",
@@ -166,6 +208,11 @@ class WebhookEndpointGuardTest {
             "172.31.255.254  | 172.31.255.254          | a private address (172.16.0.0/12)",
             "192.168.1.1     | 192.168.1.1             | a private address (192.168.0.0/16)",
             "10.0.0.1        | 10.0.0.1                | a private address (10.0.0.0/8)",
+            "64:ff9b::7f00:1 | 64:ff9b:0:0:0:0:7f00:1  | the NAT64 (64:ff9b::/96) form of 127.0.0.1, a loopback address (127.0.0.0/8)",
+            "64:ff9b:1::a00:1 | 64:ff9b:1:0:0:0:a00:1  | a local-use NAT64 address (64:ff9b:1::/48)",
+            "0:0:0:0:ffff:0:a00:1 | 0:0:0:0:ffff:0:a00:1 | the IPv4-translated form of 10.0.0.1, a private address (10.0.0.0/8)",
+            "2002:a9fe:a9fe::1 | 2002:a9fe:a9fe:0:0:0:0:1 | the 6to4 (2002::/16) form of 169.254.169.254, the link-local cloud metadata address (169.254.169.254)",
+            "2001:0:808:808::80ff:fffe | 2001:0:808:808:0:0:80ff:fffe | the Teredo (2001::/32) client address 127.0.0.1, a loopback address (127.0.0.0/8)",
     })
     void a_dns_name_resolving_into_a_forbidden_class_is_refused_with_the_class_named(String literal, String shown,
                                                                                     String forbiddenClass)
