@@ -123,7 +123,7 @@ public class SessionViews {
      * @return {@code messages} (a page) and {@code next}
      */
     public Map<String, Object> messages(long sessionPk, long[] from, int limit) {
-        String fromTime = DbTime.utc(micros(from[0]));
+        String fromTime = DbTime.utc(instant(from[0]));
         int rows = limit + 1;
         List<Step> steps = jdbc.query(MESSAGES, (rs, i) -> {
             Map<String, Object> m = new LinkedHashMap<>();
@@ -156,7 +156,7 @@ public class SessionViews {
         return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000L), instant.getNano() / 1_000);
     }
 
-    private static Instant micros(long micros) {
+    private static Instant instant(long micros) {
         return Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1_000L);
     }
 
