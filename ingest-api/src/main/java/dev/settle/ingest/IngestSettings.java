@@ -79,10 +79,19 @@ public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTex
     }
 
     /**
-     * @param pollInterval how often an open event stream looks for new events
-     * @param maxDuration  an event stream is closed after this; the client reconnects with Last-Event-ID
+     * @param pollInterval   how often an open event stream looks for new events
+     * @param maxDuration    an event stream is closed after this; the client reconnects with Last-Event-ID
+     * @param keepAlive      an idle stream sends a comment this often, so that a dead connection is noticed
+     * @param maxPerTenant   open event streams per tenant in this ingest instance; one more is refused (429)
+     * @param maxPerInstance open event streams of all tenants in this ingest instance; one more is refused (429)
      */
     public record Events(@DefaultValue("50ms") Duration pollInterval, @DefaultValue("5m") Duration maxDuration,
-                         @DefaultValue("15s") Duration keepAlive) {
+                         @DefaultValue("15s") Duration keepAlive, @DefaultValue("100") int maxPerTenant,
+                         @DefaultValue("2000") int maxPerInstance) {
+        public Events {
+            if (maxPerTenant < 1 || maxPerInstance < 1) {
+                throw new IllegalStateException("settle.events: max-per-tenant and max-per-instance must be at least 1");
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ import org.springframework.web.bind.annotation.PutMapping;
 import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 import java.io.IOException;
@@ -27,17 +28,20 @@ public class SessionController {
     private final AcceptedEventPublisher publisher;
     private final SessionViews views;
     private final EventStream events;
+    private final EventStreamSlots slots;
     private final SessionPolicies policies;
     private final FailedTurnRetry retries;
     private final io.micrometer.core.instrument.MeterRegistry meters;
 
     public SessionController(IngestSettings settings, MessageAcceptance acceptance,
                              AcceptedEventPublisher publisher, SessionViews views, EventStream events,
+                             EventStreamSlots slots,
                              SessionPolicies policies, FailedTurnRetry retries,
                              io.micrometer.core.instrument.MeterRegistry meters) {
         this.meters = meters;
         this.retries = retries;
         this.events = events;
+        this.slots = slots;
         this.policies = policies;
         this.settings = settings;
         this.acceptance = acceptance;
@@ -67,17 +71,25 @@ public class SessionController {
         return views.session(tenant, MessageRequest.checkSessionId(sessionId)).body();
     }
 
-    /** Messages and tool steps in order; a client that refreshes mid-turn sees what is happening. */
+    /**
+     * Messages and tool steps in order, a page at a time ({@code ?after=&limit=}, see {@link Paging}); a client that
+     * refreshes mid-turn sees what is happening.
+     */
     @GetMapping("/messages")
-    public Map<String, Object> messages(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+    public Map<String, Object> messages(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
+                                        @RequestParam(required = false) String after,
+                                        @RequestParam(required = false) String limit) {
+        int rows = Paging.limit(limit);
+        long[] from = SessionViews.messagesAfter(after);
         SessionViews.SessionView session = views.session(tenant, MessageRequest.checkSessionId(sessionId));
-        return Map.of("messages", views.messages(session.pk()));
+        return views.messages(session.pk(), from, rows);
     }
 
     /**
      * Server-Sent Events of the session: message.accepted, turn.started, reply.delta, tool.started,
      * tool.completed, turn.discarded, reply.created, turn.failed, delivery.exhausted (a webhook delivery of the
-     * session became FAILED; see docs/WEBHOOKS.md). Resume with {@code Last-Event-ID}.
+     * session became FAILED; see docs/WEBHOOKS.md). Resume with {@code Last-Event-ID}. Open streams are bounded
+     * per tenant and per instance ({@link EventStreamSlots}): one more is a 429 before anything is streamed.
      */
     @GetMapping("/events")
     public void events(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
@@ -92,7 +104,9 @@ public class SessionController {
                 throw ApiProblem.badRequest("invalid-last-event-id", "Last-Event-ID must be an event id from this stream");
             }
         }
-        events.stream(session.pk(), Math.max(0, last), response);
+        try (EventStreamSlots.Slot slot = slots.acquire(tenant)) {
+            events.stream(session.pk(), Math.max(0, last), response);
+        }
     }
 
     /** Sets the session's double-texting policy (creates the session when it does not exist yet). */
@@ -115,10 +129,17 @@ public class SessionController {
         return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
     }
 
-    /** Every attempt to answer, with its state: RUNNING, COMMITTED, DISCARDED or FAILED. */
+    /**
+     * Every attempt to answer, with its state: RUNNING, COMMITTED, DISCARDED or FAILED; oldest first, a page at a
+     * time ({@code ?after=&limit=}, see {@link Paging}).
+     */
     @GetMapping("/turns")
-    public Map<String, Object> turns(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+    public Map<String, Object> turns(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
+                                     @RequestParam(required = false) String after,
+                                     @RequestParam(required = false) String limit) {
+        int rows = Paging.limit(limit);
+        Long from = Paging.afterId(after);
         SessionViews.SessionView session = views.session(tenant, MessageRequest.checkSessionId(sessionId));
-        return Map.of("turns", views.turns(session.pk()));
+        return views.turns(session.pk(), from, rows);
     }
 }

@@ -10,8 +10,6 @@ import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -19,8 +17,10 @@ import java.util.Map;
  * rest of {@code /v1/}.
  *
  * <ul>
- *   <li>{@code GET ?status=failed|pending|delivered&sessionId=&limit=&before=}: newest first, each with its
- *       attempts; {@code nextBefore} pages on when the page is full.</li>
+ *   <li>{@code GET ?status=failed|pending|delivered&sessionId=&after=&limit=}: newest first, each with its
+ *       attempts, a page at a time (see {@link Paging}). {@code after} continues the list after that delivery id
+ *       (older ones, as the list runs newest first); {@code next} is the {@code after} of the next page, null on
+ *       the last. {@code before}/{@code nextBefore} are the same cursor under their earlier names.</li>
  *   <li>{@code POST /{id}/retry}: FAILED → PENDING, due now, same webhook-id (202); unknown → 404; pending or
  *       delivered → 409.</li>
  * </ul>
@@ -29,9 +29,6 @@ import java.util.Map;
 @ApiAccess(Caller.Role.TENANT)
 @RequestMapping("/v1/webhooks/deliveries")
 public class WebhookDeliveriesController {
-    static final int DEFAULT_LIMIT = 50;
-    static final int MAX_LIMIT = 500;
-
     private final WebhookDeliveries deliveries;
     private final DeliveryReplay replay;
 
@@ -45,17 +42,21 @@ public class WebhookDeliveriesController {
                                     @RequestParam(required = false) String status,
                                     @RequestParam(required = false) String sessionId,
                                     @RequestParam(required = false) String limit,
+                                    @RequestParam(required = false) String after,
                                     @RequestParam(required = false) String before) {
         WebhookDeliveries.Status wanted = status == null ? null : WebhookDeliveries.Status.parse(status);
         if (sessionId != null) {
             MessageRequest.checkSessionId(sessionId);
         }
-        int max = limit == null ? DEFAULT_LIMIT : (int) positive("limit", limit, MAX_LIMIT);
-        Long cursor = before == null ? null : positive("before", before, Long.MAX_VALUE);
-        List<Map<String, Object>> page = deliveries.list(tenant, wanted, sessionId, cursor, max);
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("deliveries", page);
-        body.put("nextBefore", page.size() == max ? page.getLast().get("id") : null);
+        int rows = Paging.limit(limit);
+        if (after != null && before != null) {
+            throw ApiProblem.badRequest("invalid-after", "after and before are the same cursor: give one of them");
+        }
+        Long cursor = after != null ? Paging.afterId(after)
+                : before == null ? null : Paging.positive("before", before, Long.MAX_VALUE);
+        Map<String, Object> body = Paging.page("deliveries",
+                deliveries.list(tenant, wanted, sessionId, cursor, rows + 1), rows, d -> d.get("id"));
+        body.put("nextBefore", body.get("next"));
         return body;
     }
 
@@ -84,17 +85,5 @@ public class WebhookDeliveriesController {
         }
         throw ApiProblem.badRequest("invalid-delivery-id", "a delivery id is a positive integer, as listed by "
                 + "GET /v1/webhooks/deliveries");
-    }
-
-    private static long positive(String name, String value, long max) {
-        try {
-            long parsed = Long.parseLong(value.trim());
-            if (parsed >= 1 && parsed <= max) {
-                return parsed;
-            }
-        } catch (NumberFormatException e) {
-            // refused below
-        }
-        throw ApiProblem.badRequest("invalid-" + name, name + " must be an integer from 1 to " + max);
     }
 }
