@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.WebhookSecrets;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.boot.context.properties.bind.Name;
@@ -58,7 +59,9 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
      *
      * @param url           where replies are POSTed (stamped on each delivery when it is queued); unset = deliveries
      *                      wait in the outbox until it is set
-     * @param secret        whsec_ secret(s), space separated during rotation: every one signs every attempt
+     * @param secret        whsec_ secret(s), space separated during rotation: every one signs every attempt to
+     *                      {@code url} (never a tenant's own endpoint). Each is whsec_ + the standard base64 of
+     *                      24-64 random bytes; anything else stops the worker at startup
      * @param schedule      delays before each attempt (the first is usually 0s); its length is the number of
      *                      attempts; each delay gets ±20 % jitter
      * @param timeout       the whole attempt (DNS lookup, connect, headers, body) must end within it; else it failed
@@ -69,12 +72,16 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
      * @param jitterSeed    seeds the jitter (tests); unset = a random seed
      * @param claimMargin   how long a claim outlives the timeout (the attempt's bookkeeping must fit in it); a
      *                      killed dispatcher's attempt is re-sent once timeout + margin have passed. Tests shorten it
+     * @param allowunsigned without {@code secret}, send deliveries to {@code url} unsigned
+     *                      ({@code SETTLE_WEBHOOK_ALLOWUNSIGNED}, {@code settle.webhook.allow-unsigned}); false: they
+     *                      are not sent (each attempt fails with that reason). Never applies to a tenant's endpoint
      */
     public record Webhook(String url, String secret,
                           @DefaultValue({"0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"}) List<Duration> schedule,
                           @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval,
                           @DefaultValue("false") boolean allowprivate, @DefaultValue("1h") Duration maxRetryAfter,
-                          Long jitterSeed, @DefaultValue("15s") Duration claimMargin) {
+                          Long jitterSeed, @DefaultValue("15s") Duration claimMargin,
+                          @DefaultValue("false") boolean allowunsigned) {
         public Webhook {
             if (schedule == null || schedule.isEmpty() || schedule.stream().anyMatch(Duration::isNegative)) {
                 throw new IllegalStateException(
@@ -90,6 +97,18 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
             if (claimMargin.isNegative() || claimMargin.isZero()) {
                 throw new IllegalStateException("SETTLE_WEBHOOK_CLAIMMARGIN (settle.webhook.claim-margin) must be "
                         + "positive");
+            }
+            if (secret != null && !secret.isBlank()) {
+                String[] secrets = secret.trim().split("\\s+");
+                for (int i = 0; i < secrets.length; i++) {
+                    String problem = WebhookSecrets.problem(secrets[i]);
+                    if (problem != null) {
+                        throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): secret #"
+                                + (i + 1) + " " + problem + "; a secret is whsec_ followed by the standard base64 of "
+                                + WebhookSecrets.MIN_BYTES + " to " + WebhookSecrets.MAX_BYTES + " random bytes, e.g. "
+                                + "whsec_$(openssl rand -base64 32)");
+                    }
+                }
             }
             schedule = List.copyOf(schedule);
         }

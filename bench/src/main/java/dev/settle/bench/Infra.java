@@ -27,7 +27,7 @@ import java.util.stream.Stream;
  */
 final class Infra implements AutoCloseable {
     static final String API_KEY = "bench-key";
-    static final String WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    static final String WEBHOOK_SECRET = "whsec_cInLi1ITi1drPLvrjsLAyhW8oE7SQ4DJrHYkDnmZdiI=";
 
     final Path home;
     final EmbeddedMariaDb db;

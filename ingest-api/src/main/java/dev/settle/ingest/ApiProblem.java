@@ -45,6 +45,11 @@ public class ApiProblem extends RuntimeException {
         return new ApiProblem(HttpStatus.BAD_REQUEST, type, detail);
     }
 
+    /** Well-formed JSON whose value is refused. */
+    public static ApiProblem unprocessable(String type, String detail) {
+        return new ApiProblem(HttpStatus.UNPROCESSABLE_CONTENT, type, detail);
+    }
+
     public static ApiProblem tooLarge(String type, String detail) {
         return new ApiProblem(HttpStatus.CONTENT_TOO_LARGE, type, detail);
     }

@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.schema.WebhookSecrets;
 import jakarta.servlet.http.HttpServletRequest;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.StreamReadFeature;
@@ -23,7 +24,6 @@ import java.util.regex.Pattern;
 record TenantRequest(String id, String name, String webhookUrl, String webhookSecrets, String defaultPolicy,
                      Set<String> present) {
     static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,63}");
-    private static final Pattern SECRET = Pattern.compile("whsec_[A-Za-z0-9+/]{16,}={0,2}");
     private static final Set<String> FIELDS = Set.of("id", "name", "webhookUrl", "webhookSecrets", "defaultPolicy");
     private static final JsonMapper JSON = JsonMapper.builder()
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
@@ -105,6 +105,10 @@ record TenantRequest(String id, String name, String webhookUrl, String webhookSe
                 "webhookUrl must be an absolute http(s) URL with a host and no user info, at most 2048 characters");
     }
 
+    /**
+     * One to ten secrets ({@link WebhookSecrets}: whsec_ + base64 of 24-64 bytes), as a space-separated string or
+     * an array. A value that is not that is refused with 422 (the JSON itself was fine).
+     */
     private static String secrets(JsonNode node) {
         if (node == null || node.isNull()) {
             return null;
@@ -115,17 +119,28 @@ record TenantRequest(String id, String name, String webhookUrl, String webhookSe
         } else if (node.isArray()) {
             for (JsonNode s : node) {
                 if (!s.isString()) {
-                    secrets.clear();
-                    secrets.add("");
-                    break;
+                    throw invalidSecrets("every item of webhookSecrets must be a string");
                 }
                 secrets.add(s.asString().trim());
             }
+        } else {
+            throw invalidSecrets("webhookSecrets must be a space-separated string or an array of strings");
         }
-        if (secrets.isEmpty() || secrets.size() > 10 || !secrets.stream().allMatch(s -> SECRET.matcher(s).matches())) {
-            throw ApiProblem.badRequest("invalid-webhookSecrets",
-                    "webhookSecrets must be one to ten whsec_<base64> secrets (a space-separated string or an array)");
+        if (secrets.isEmpty() || secrets.size() > 10) {
+            throw invalidSecrets("webhookSecrets must hold one to ten secrets");
+        }
+        for (int i = 0; i < secrets.size(); i++) {
+            String problem = WebhookSecrets.problem(secrets.get(i));
+            if (problem != null) {
+                throw invalidSecrets("webhookSecrets: secret #" + (i + 1) + " " + problem);
+            }
         }
         return String.join(" ", secrets);
+    }
+
+    private static ApiProblem invalidSecrets(String detail) {
+        return ApiProblem.unprocessable("invalid-webhookSecrets", detail + "; a secret is " + WebhookSecrets.PREFIX
+                + " followed by the standard base64 of " + WebhookSecrets.MIN_BYTES + " to " + WebhookSecrets.MAX_BYTES
+                + " random bytes (the Standard Webhooks form), e.g. 32 bytes from a CSPRNG");
     }
 }

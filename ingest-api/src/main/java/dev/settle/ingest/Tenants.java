@@ -1,6 +1,7 @@
 package dev.settle.ingest;
 
 import dev.settle.schema.DbTime;
+import dev.settle.schema.WebhookSecrets;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -17,6 +18,11 @@ import java.util.UUID;
 /**
  * The tenants of a deployment and their settings. A tenant is created together with its first API key, in one
  * transaction; its webhook secrets are write-only (a view shows how many are set, never the secrets).
+ *
+ * <p>A tenant's deliveries to its own {@code webhookUrl} are signed with its own secrets only (never the
+ * deployment's). So a request that sets a {@code webhookUrl} on a tenant that has no secrets, and names none,
+ * gets one generated ({@link WebhookSecrets#generate}), returned once as {@code webhookSecret} in that answer;
+ * and the secrets of a tenant that has a {@code webhookUrl} cannot be removed.
  */
 @Component
 public class Tenants {
@@ -39,6 +45,9 @@ public class Tenants {
 
     static final String LOCK = "SELECT id FROM tenant WHERE id = ? FOR UPDATE";
 
+    /** After an update, in its transaction (the row is locked): what the signing rule needs. */
+    static final String WEBHOOK = "SELECT webhook_url, webhook_secrets FROM tenant WHERE id = ?";
+
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
     private final ApiKeys keys;
@@ -49,16 +58,25 @@ public class Tenants {
         this.keys = keys;
     }
 
-    /** @return the tenant's view with its first key ({@code apiKey}, shown this once) */
+    /**
+     * @return the tenant's view with its first key ({@code apiKey}) and, when one was generated, its webhook secret
+     * ({@code webhookSecret}), both shown this once
+     */
     public Map<String, Object> create(TenantRequest request) {
         String id = request.id() != null ? request.id() : "t-" + UUID.randomUUID().toString().substring(0, 13);
         String name = request.name() != null ? request.name() : id;
+        String generated = request.webhookUrl() != null && request.webhookSecrets() == null
+                ? WebhookSecrets.generate() : null;
         try {
             return tx.execute(status -> {
-                jdbc.update(INSERT, id, name, request.webhookUrl(), request.webhookSecrets(), request.defaultPolicy());
+                jdbc.update(INSERT, id, name, request.webhookUrl(),
+                        generated != null ? generated : request.webhookSecrets(), request.defaultPolicy());
                 ApiKeys.Issued key = keys.issue(id);
                 Map<String, Object> body = one(id);
                 body.put("apiKey", key.body());
+                if (generated != null) {
+                    body.put("webhookSecret", generated);
+                }
                 return body;
             });
         } catch (DuplicateKeyException e) {
@@ -87,8 +105,37 @@ public class Tenants {
                     jdbc.update(UPDATE.get(field), value, id);
                 }
             });
-            return one(id);
+            String generated = signingSecretFor(id, request);
+            Map<String, Object> body = one(id);
+            if (generated != null) {
+                body.put("webhookSecret", generated);
+            }
+            return body;
         });
+    }
+
+    /**
+     * The signing rule after an update, in its transaction: a tenant with a webhook URL has secrets. Throwing rolls
+     * the whole update back.
+     *
+     * @return the secret generated (and stored) because the request set a URL on a tenant without secrets, or null
+     */
+    private String signingSecretFor(String id, TenantRequest request) {
+        Map<String, Object> row = jdbc.queryForMap(WEBHOOK, id);
+        if (row.get("webhook_url") == null || row.get("webhook_secrets") != null) {
+            return null;
+        }
+        if (request.present().contains("webhookSecrets")) {
+            throw ApiProblem.unprocessable("invalid-webhookSecrets", "webhookSecrets cannot be removed while the "
+                    + "tenant has a webhookUrl: its deliveries are signed with its own secrets only, or not sent; "
+                    + "set new secrets, or clear webhookUrl in the same request");
+        }
+        if (request.webhookUrl() == null) {
+            return null; // not generated unasked: its deliveries are not sent, with that reason, until it has some
+        }
+        String generated = WebhookSecrets.generate();
+        jdbc.update(UPDATE.get("webhookSecrets"), generated, id);
+        return generated;
     }
 
     /** @return the view, or a 404 problem */

@@ -210,9 +210,13 @@ class BadInputTest {
             c.add(call("policy " + body, 400, "PUT", "/v1/sessions/" + SESSION, key, body));
         }
         String admin = IngestApp.ADMIN_KEY;
-        for (String body : new String[]{"{\"id\":\"UPPER\"}", "{\"webhookUrl\":\"ftp://x\"}", "{\"webhookSecrets\":\"x\"}",
+        for (String body : new String[]{"{\"id\":\"UPPER\"}", "{\"webhookUrl\":\"ftp://x\"}",
                 "{\"defaultPolicy\":1}", "{\"unknown\":true}", "{"}) {
             c.add(call("admin create " + body, 400, "POST", "/v1/admin/tenants", admin, body));
+        }
+        for (String body : new String[]{"{\"webhookSecrets\":\"x\"}", "{\"webhookSecrets\":\"whsec_"
+                + "A".repeat(22) + "==\"}"}) {
+            c.add(call("admin create " + body, 422, "POST", "/v1/admin/tenants", admin, body));
         }
         c.add(call("admin create the default tenant again", 409, "POST", "/v1/admin/tenants", admin, "{\"id\":\"default\"}"));
         c.add(call("admin with the tenant key", 401, "GET", "/v1/admin/tenants", key, null));

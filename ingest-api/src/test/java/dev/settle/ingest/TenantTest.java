@@ -132,7 +132,7 @@ class TenantTest {
     @Test
     void tenant_settings_are_validated_listed_updated_and_secrets_never_shown() {
         String id = tid();
-        String secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        String secret = secretOf(32);
         tenant(id, ",\"webhookUrl\":\"https://hooks.example.com/settle\",\"webhookSecrets\":\"" + secret
                 + "\",\"defaultPolicy\":\"enqueue\"");
         HttpResponse<String> one = app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY);
@@ -153,13 +153,112 @@ class TenantTest {
         assertEquals(409, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"" + id + "\"}").statusCode());
         assertEquals(409, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"default\"}").statusCode());
         for (String bad : new String[]{"{\"id\":\"UPPER\"}", "{\"webhookUrl\":\"ftp://x\"}", "{\"webhookUrl\":\"/relative\"}",
-                "{\"webhookSecrets\":\"plain\"}", "{\"defaultPolicy\":\"drop\"}", "{\"name\":\"\"}", "{\"nope\":1}", "[]",
-                "{\"name\":5}"}) {
+                "{\"defaultPolicy\":\"drop\"}", "{\"name\":\"\"}", "{\"nope\":1}", "[]", "{\"name\":5}", "{"}) {
             assertEquals(400, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, bad).statusCode(), bad);
+        }
+        for (String bad : new String[]{"{\"webhookSecrets\":\"plain\"}", "{\"webhookSecrets\":5}",
+                "{\"webhookSecrets\":[5]}", "{\"webhookSecrets\":[]}", "{\"webhookSecrets\":\"whsec_***\"}"}) {
+            assertEquals(422, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, bad).statusCode(), bad);
         }
         assertEquals(404, app.get("/v1/admin/tenants/no-such-tenant", IngestApp.ADMIN_KEY).statusCode());
         assertEquals(404, app.call("PATCH", "/v1/admin/tenants/no-such-tenant", IngestApp.ADMIN_KEY, "{\"name\":\"x\"}")
                 .statusCode());
+    }
+
+    /** whsec_ + the standard base64 of {@code n} random bytes. */
+    static String secretOf(int n) {
+        byte[] key = new byte[n];
+        new java.security.SecureRandom().nextBytes(key);
+        return "whsec_" + java.util.Base64.getEncoder().encodeToString(key);
+    }
+
+    static String stored(String id) {
+        return app.jdbc.queryForObject("SELECT webhook_secrets FROM tenant WHERE id = ?", String.class, id);
+    }
+
+    static void assertInvalidSecrets(HttpResponse<String> r) {
+        assertEquals(422, r.statusCode(), r.body());
+        assertEquals("application/problem+json", r.headers().firstValue("Content-Type").orElse(""));
+        assertEquals("https://settle.dev/problems/invalid-webhookSecrets", json(r).get("type").asString());
+    }
+
+    @Test
+    void setting_a_webhook_url_without_a_secret_generates_one_shown_once() {
+        String id = tid();
+        tenant(id, "");
+        HttpResponse<String> patched = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                "{\"webhookUrl\":\"https://hooks.example.com/" + id + "\"}");
+        assertEquals(200, patched.statusCode(), patched.body());
+        String generated = json(patched).get("webhookSecret").asString();
+        assertTrue(generated.startsWith("whsec_"), generated);
+        assertEquals(32, java.util.Base64.getDecoder().decode(generated.substring(6)).length);
+        assertEquals(1, json(patched).get("webhookSecrets").asInt());
+        assertEquals(generated, stored(id), "it is the tenant's signing secret");
+
+        HttpResponse<String> one = app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY);
+        assertEquals(1, json(one).get("webhookSecrets").asInt());
+        assertFalse(json(one).has("webhookSecret"));
+        assertFalse(one.body().contains(generated.substring(6)), "shown once, never again");
+        assertFalse(app.get("/v1/admin/tenants", IngestApp.ADMIN_KEY).body().contains(generated.substring(6)));
+
+        // a tenant that has a secret keeps it: a new URL generates nothing
+        HttpResponse<String> moved = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                "{\"webhookUrl\":\"https://hooks.example.com/moved\"}");
+        assertEquals(200, moved.statusCode(), moved.body());
+        assertFalse(json(moved).has("webhookSecret"), moved.body());
+        assertEquals(generated, stored(id));
+
+        // created with a URL and no secret: the same, in the creation's answer
+        String other = tid();
+        HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+                "{\"id\":\"" + other + "\",\"webhookUrl\":\"https://hooks.example.com/x\"}");
+        assertEquals(201, created.statusCode(), created.body());
+        assertEquals(stored(other), json(created).get("webhookSecret").asString());
+        assertEquals(1, json(created).get("webhookSecrets").asInt());
+        // created with its own secret: nothing generated
+        String mine = secretOf(24);
+        HttpResponse<String> own = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+                "{\"webhookUrl\":\"https://hooks.example.com/y\",\"webhookSecrets\":[\"" + mine + "\"]}");
+        assertEquals(201, own.statusCode(), own.body());
+        assertFalse(json(own).has("webhookSecret"));
+        assertEquals(mine, stored(json(own).get("tenantId").asString()));
+    }
+
+    @Test
+    void secrets_outside_24_to_64_bytes_are_refused_with_422_and_nothing_changes() {
+        String id = tid();
+        String secret = secretOf(32);
+        tenant(id, ",\"webhookUrl\":\"https://hooks.example.com/settle\",\"webhookSecrets\":\"" + secret + "\"");
+        String before = app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY).body();
+        for (int n : new int[]{16, 23, 65}) {
+            assertInvalidSecrets(app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                    "{\"name\":\"renamed\",\"webhookSecrets\":\"" + secretOf(n) + "\"}"));
+            // one bad secret among good ones refuses them all
+            assertInvalidSecrets(app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                    "{\"webhookSecrets\":[\"" + secretOf(32) + "\",\"" + secretOf(n) + "\"]}"));
+            String other = tid();
+            assertInvalidSecrets(app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+                    "{\"id\":\"" + other + "\",\"webhookSecrets\":\"" + secretOf(n) + "\"}"));
+            assertEquals(404, app.get("/v1/admin/tenants/" + other, IngestApp.ADMIN_KEY).statusCode(), "not created");
+        }
+        // removing the secrets of a tenant that has a URL would leave its deliveries unsigned: refused too
+        assertInvalidSecrets(app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                "{\"name\":\"renamed\",\"webhookSecrets\":null}"));
+        assertEquals(before, app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY).body(), "nothing changed");
+        assertEquals(secret, stored(id));
+
+        // the bounds themselves are fine, and so is rotation (two secrets), and clearing both together
+        String low = secretOf(24);
+        String high = secretOf(64);
+        HttpResponse<String> rotated = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                "{\"webhookSecrets\":\"" + low + " " + high + "\"}");
+        assertEquals(200, rotated.statusCode(), rotated.body());
+        assertEquals(2, json(rotated).get("webhookSecrets").asInt());
+        assertEquals(low + " " + high, stored(id));
+        HttpResponse<String> cleared = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+                "{\"webhookUrl\":null,\"webhookSecrets\":null}");
+        assertEquals(200, cleared.statusCode(), cleared.body());
+        assertEquals(0, json(cleared).get("webhookSecrets").asInt());
     }
 
     @Test

@@ -37,11 +37,19 @@ public final class Quickstart {
         // Stopped in reverse order by one hook; the infrastructure's own hooks are not registered (see
         // EmbeddedMariaDb, EmbeddedKafka) and Boot's would stop logging halfway through the shutdown.
         Runtime.getRuntime().addShutdownHook(new Thread(Quickstart::stop, "settle-shutdown"));
+        String webhookSecret = "(SETTLE_WEBHOOK_SECRET)";
         try {
             Map<String, Object> shared = new HashMap<>();
             shared.put("settle.api-key", apiKey);
             shared.put("settle.webhook.allowprivate", "true");
             shared.put("logging.register-shutdown-hook", "false");
+            if (env.get("SETTLE_WEBHOOK_SECRET") == null) {
+                WebhookSecretFile.Secret secret = WebhookSecretFile.loadOrCreate(dataDir);
+                log((secret.created() ? "generated a webhook signing secret, kept in " : "webhook signing secret from ")
+                        + secret.file());
+                shared.put("settle.webhook.secret", secret.value());
+                webhookSecret = secret.value() + " (in " + secret.file() + ")";
+            }
             if (env.get("SPRING_DATASOURCE_URL") == null) {
                 log("starting MariaDB (embedded) with data in " + dataDir.resolve("mariadb"));
                 EmbeddedMariaDb db = EmbeddedMariaDb.start(dataDir.resolve("mariadb"), 0);
@@ -64,7 +72,7 @@ public final class Quickstart {
             e.printStackTrace();
             System.exit(1);
         }
-        System.out.println(banner("http://localhost:" + port, apiKey, env, managementPort, debouncePort, agentPort));
+        System.out.println(banner("http://localhost:" + port, apiKey, env, webhookSecret, managementPort, debouncePort, agentPort));
         Thread.currentThread().join();
     }
 
@@ -98,7 +106,8 @@ public final class Quickstart {
         }
     }
 
-    private static String banner(String url, String apiKey, Map<String, String> env, String managementPort,
+    private static String banner(String url, String apiKey, Map<String, String> env, String webhookSecret,
+                                 String managementPort,
                                  String debouncePort, String agentPort) {
         return """
 
@@ -107,6 +116,7 @@ public final class Quickstart {
                  API key: %s
                  Model:   %s
                  Webhook: %s
+                 Webhook secret: %s
 
                  Try a burst (answered once, together):
                    curl -s -X POST %s/v1/sessions/demo/messages \\
@@ -124,7 +134,7 @@ public final class Quickstart {
                 ==============================================================
                 """.formatted(url, apiKey,
                 env.get("SETTLE_LLM_URL") == null ? "offline demo model (set SETTLE_LLM_URL for a real one)" : env.get("SETTLE_LLM_URL"),
-                env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"),
+                env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"), webhookSecret,
                 url, apiKey, url, apiKey, url, apiKey, managementPort, debouncePort, agentPort);
     }
 

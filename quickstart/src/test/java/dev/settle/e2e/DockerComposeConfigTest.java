@@ -53,7 +53,8 @@ class DockerComposeConfigTest {
             entry("SERVER_PORT", "18123"),
             entry("SETTLE_API_KEY", "probe-api-key"),
             entry("SETTLE_WEBHOOK_URL", "https://hooks.probe.invalid/settle"),
-            entry("SETTLE_WEBHOOK_SECRET", "whsec_cHJvYmUtc2VjcmV0"),
+            entry("SETTLE_WEBHOOK_SECRET", "whsec_cHJvYmUtc2VjcmV0LXByb2JlLXNlY3JldC1wcm9iZQ=="),
+            entry("SETTLE_WEBHOOK_ALLOWUNSIGNED", "true"),
             entry("SETTLE_WEBHOOK_ALLOWPRIVATE", "true"),
             entry("SETTLE_LLM_URL", "http://llm.probe.invalid:11434/v1"),
             entry("SETTLE_LLM_MODEL", "probe-model"),
@@ -84,6 +85,7 @@ class DockerComposeConfigTest {
                     entry("SETTLE_LLM_KEY", new Check(b -> agent(b).llm().key(), s -> s)),
                     entry("SETTLE_WEBHOOK_URL", new Check(b -> agent(b).webhook().url(), s -> s)),
                     entry("SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s)),
+                    entry("SETTLE_WEBHOOK_ALLOWUNSIGNED", new Check(b -> agent(b).webhook().allowunsigned(), Boolean::valueOf)),
                     entry("SETTLE_WEBHOOK_ALLOWPRIVATE", new Check(b -> agent(b).webhook().allowprivate(), Boolean::valueOf)))));
 
     record Check(Function<Binder, Object> bound, Function<String, Object> parse) {
@@ -112,6 +114,8 @@ class DockerComposeConfigTest {
         // the SSRF guard stays on unless asked: webhook URLs on private addresses are refused by default
         assertEquals("false", environment("agent-worker", host).get("SETTLE_WEBHOOK_ALLOWPRIVATE"));
         assertEquals(false, agent(binder(environment("agent-worker", host))).webhook().allowprivate());
+        // and nothing goes out unsigned unless asked
+        assertEquals("false", environment("agent-worker", host).get("SETTLE_WEBHOOK_ALLOWUNSIGNED"));
         // each worker's actuator is published on the port it listens on
         assertEquals(List.of("${SETTLE_DEBOUNCE_PORT:-8081}:8081"), services().get("debounce-worker").get("ports"));
         assertEquals("8081", environment("debounce-worker", Map.of()).get("SERVER_PORT"));

@@ -27,7 +27,7 @@ import java.util.function.BooleanSupplier;
  */
 public final class SettleSystem implements AutoCloseable {
     public static final String KEY = "e2e-key";
-    public static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    public static final String SECRET = "whsec_cInLi1ITi1drPLvrjsLAyhW8oE7SQ4DJrHYkDnmZdiI=";
     public static final Duration WINDOW = Duration.ofMillis(400);
     public static final Duration MAX_WAIT = Duration.ofMillis(4000);
     public static final Duration LEASE_TTL = Duration.ofSeconds(3);

@@ -41,6 +41,8 @@ import java.util.UUID;
 @Component
 public class DeliveryQueue {
     private static final Logger log = LoggerFactory.getLogger(DeliveryQueue.class);
+    /** The tenant of the deployment's own SETTLE_API_KEY. */
+    static final String DEFAULT_TENANT = "default";
 
     /** Second parameter: 1 when a default endpoint is configured (then rows without one are sendable too). */
     static final String DUE = """
@@ -65,7 +67,7 @@ public class DeliveryQueue {
     static final String READ = """
             SELECT d.webhook_id, d.session_id, d.payload, d.attempts, d.attempts_before_replay, d.endpoint_url,
                    d.replayed_at IS NOT NULL AS operator_round, e.disabled_at, e.disabled_reason,
-                   t.webhook_secrets, UNIX_TIMESTAMP() AS now_epoch
+                   s.tenant_id, t.webhook_url AS tenant_url, t.webhook_secrets, UNIX_TIMESTAMP() AS now_epoch
               FROM webhook_delivery d LEFT JOIN webhook_endpoint e ON e.url = d.endpoint_url
                    JOIN chat_session s ON s.id = d.session_id LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE d.id = ? AND d.claim_token = ?""";
@@ -119,11 +121,13 @@ public class DeliveryQueue {
      * @param operatorRound   this round was asked for by an operator retry: attempted even to a disabled endpoint
      * @param disabledReason  why the endpoint is disabled, or null when it is not
      * @param timestamp       the webhook-timestamp of this attempt: the database clock at the claim, epoch seconds
-     * @param secrets         the session's tenant's signing secrets; null = the deployment's SETTLE_WEBHOOK_SECRET
+     * @param owner           the tenant whose own endpoint this is ({@link #owner}), signed with its secrets only;
+     *                        null = the deployment's endpoint, signed with SETTLE_WEBHOOK_SECRET
+     * @param secrets         the owner's signing secrets as stored now (a PATCH signs the next attempt)
      */
     public record Claim(long id, String token, String webhookId, long sessionId, String payload, int attempt,
                         int attemptInRound, String endpointUrl, boolean operatorRound, Instant disabledAt,
-                        String disabledReason, long timestamp, String secrets) {
+                        String disabledReason, long timestamp, String owner, String secrets) {
         public boolean endpointDisabled() {
             return disabledAt != null;
         }
@@ -161,8 +165,9 @@ public class DeliveryQueue {
                         rs.getLong("session_id"), rs.getString("payload"), rs.getInt("attempts"),
                         rs.getInt("attempts") - rs.getInt("attempts_before_replay"), rs.getString("endpoint_url"),
                         rs.getBoolean("operator_round"), DbTime.instant(rs, "disabled_at"),
-                        rs.getString("disabled_reason"), rs.getLong("now_epoch"), rs.getString("webhook_secrets")),
-                        id, token);
+                        rs.getString("disabled_reason"), rs.getLong("now_epoch"),
+                        owner(rs.getString("tenant_id"), rs.getString("tenant_url"), rs.getString("endpoint_url"),
+                                defaultUrl), rs.getString("webhook_secrets")), id, token);
                 if (c.attempt() > 1) {
                     jdbc.update(MARK_ABANDONED, id, c.attempt());
                 }
@@ -173,6 +178,29 @@ public class DeliveryQueue {
             log.debug("claim of delivery {} lost a lock race: {}", id, e.toString());
             return null;
         }
+    }
+
+    /**
+     * Whose endpoint a delivery goes to, which decides whose secrets sign it: a tenant's secrets never sign for
+     * another, and the deployment's never sign for a tenant.
+     * <ol>
+     *   <li>The tenant's current webhook URL → the tenant's.</li>
+     *   <li>The deployment's {@code SETTLE_WEBHOOK_URL} → the deployment's (tenants without a URL of their own).</li>
+     *   <li>Any other endpoint of the tenant {@code default} → the deployment's: that tenant is the deployment's own
+     *       (e.g. an earlier SETTLE_WEBHOOK_URL stamped on its deliveries).</li>
+     *   <li>Any other endpoint of another tenant → that tenant's (an earlier URL of its own).</li>
+     * </ol>
+     *
+     * @return the tenant id, or null for the deployment's
+     */
+    static String owner(String tenantId, String tenantUrl, String endpointUrl, String defaultUrl) {
+        if (tenantUrl != null && tenantUrl.equals(endpointUrl)) {
+            return tenantId;
+        }
+        if (endpointUrl.equals(defaultUrl) || DEFAULT_TENANT.equals(tenantId)) {
+            return null;
+        }
+        return tenantId;
     }
 
     /**

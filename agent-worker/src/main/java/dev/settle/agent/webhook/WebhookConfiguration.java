@@ -26,9 +26,17 @@ public class WebhookConfiguration {
     @Bean(destroyMethod = "close")
     WebhookSender webhookSender(AgentSettings settings, EndpointGuard guard) {
         String secret = settings.webhook().secret();
+        AgentSettings.Webhook webhook = settings.webhook();
         if (secret == null || secret.isBlank()) {
-            log.warn("SETTLE_WEBHOOK_SECRET is not set: webhooks go out unsigned (no webhook-signature header), "
-                    + "so receivers cannot verify them; tenants with their own secrets are still signed");
+            if (webhook.allowunsigned()) {
+                log.warn("SETTLE_WEBHOOK_SECRET is not set and SETTLE_WEBHOOK_ALLOWUNSIGNED is true: webhooks to "
+                        + "SETTLE_WEBHOOK_URL go out unsigned (no webhook-signature header), so receivers cannot "
+                        + "verify them; tenants' own endpoints are signed with their own secrets");
+            } else if (webhook.hasUrl()) {
+                log.error("SETTLE_WEBHOOK_SECRET is not set: webhooks to SETTLE_WEBHOOK_URL are NOT SENT (each "
+                        + "attempt fails with that reason and follows the retry schedule). Set a secret (whsec_ + "
+                        + "base64 of 24-64 random bytes) or SETTLE_WEBHOOK_ALLOWUNSIGNED=true");
+            }
         }
         return new WebhookSender(secret, settings.webhook().timeout(), guard);
     }

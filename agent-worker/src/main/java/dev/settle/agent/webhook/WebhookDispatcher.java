@@ -39,6 +39,11 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>Endpoint disabled (410) and this is not an operator retry → FAILED without sending. Otherwise POST it
  *       ({@link WebhookSender}: SSRF guard, signatures, timeout) and apply the {@link AttemptVerdict}: delivered,
  *       retry after the jittered schedule delay or the receiver's Retry-After, or FAILED (dead letter).</li>
+ *   <li>Nothing goes out unsigned or signed by the wrong party ({@link DeliveryQueue#owner}): a tenant's endpoint
+ *       without that tenant's secrets, or the deployment's without SETTLE_WEBHOOK_SECRET (unless
+ *       SETTLE_WEBHOOK_ALLOWUNSIGNED), makes the attempt fail with that reason, nothing sent. It follows the retry
+ *       schedule like any failed attempt, so secrets set in time (read afresh on each claim) rescue it, and a
+ *       dead letter can be retried by an operator.</li>
  *   <li>Stop: no new claims; in-flight attempts get a short grace, then are interrupted and hand their claim
  *       back (due at once for another instance). A killed instance hands nothing back: its claims expire.</li>
  * </ol>
@@ -48,6 +53,9 @@ public class WebhookDispatcher implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(WebhookDispatcher.class);
     static final int BATCH = 50;
     static final Duration STOP_GRACE = Duration.ofSeconds(3);
+    /** A delivery to the deployment's endpoint while it has no secret and unsigned requests are not allowed. */
+    static final WebhookSender.Result UNSIGNED_REFUSED = WebhookSender.Result.failed("SETTLE_WEBHOOK_SECRET is not "
+            + "set and SETTLE_WEBHOOK_ALLOWUNSIGNED is false: webhooks are not sent unsigned; not sent", 0, false);
 
     private final DeliveryQueue queue;
     private final WebhookSender sender;
@@ -146,8 +154,10 @@ public class WebhookDispatcher implements SmartLifecycle {
                         + "); not sent";
                 verdict = new AttemptVerdict.Failed(null, attemptError, false);
             } else {
-                WebhookSender.Result result = sender.send(claim.endpointUrl(), claim.webhookId(), claim.timestamp(),
-                        claim.payload(), claim.secrets());
+                WebhookSender.Result result = claim.owner() == null && !sender.signsForDeployment()
+                        && !settings.allowunsigned() ? UNSIGNED_REFUSED
+                        : sender.send(claim.endpointUrl(), claim.webhookId(), claim.timestamp(), claim.payload(),
+                                claim.owner(), claim.secrets());
                 if (result.interrupted()) {
                     Thread.interrupted(); // record the hand-back before the thread ends
                 }

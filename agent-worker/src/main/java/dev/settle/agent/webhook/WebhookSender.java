@@ -50,7 +50,8 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 /**
  * One signed POST per attempt, per the Standard Webhooks spec: {@code webhook-id} (stable per reply),
  * {@code webhook-timestamp} (per attempt) and {@code webhook-signature} made by the reference library with
- * every configured secret (space-separated during rotation, so a receiver that knows any one of them verifies).
+ * every secret of the endpoint's owner (space-separated during rotation, so a receiver that knows any one of them
+ * verifies): a tenant's own endpoint with that tenant's secrets only, the deployment's with SETTLE_WEBHOOK_SECRET.
  *
  * <ol>
  *   <li>One deadline (the timeout) for the whole attempt: DNS lookup, connect, headers and body. An endpoint that
@@ -107,12 +108,18 @@ public final class WebhookSender implements AutoCloseable {
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final CloseableHttpClient http;
     private final List<Webhook> signers;
-    /** Signers of tenants' secrets, by their configured string (tenants rotate by replacing the string). */
+    /**
+     * Signers of tenants' secrets, by their stored string: each claim reads the string afresh, so a rotation (a new
+     * string) signs the next attempt.
+     */
     private final Map<String, List<Webhook>> tenantSigners = new ConcurrentHashMap<>();
     private final EndpointGuard guard;
     private final Duration timeout;
 
-    /** @param secrets whsec_ secrets separated by whitespace; null or blank sends unsigned requests */
+    /**
+     * @param secrets the deployment's whsec_ secrets, separated by whitespace; null or blank: requests to its
+     *                endpoint go unsigned (the dispatcher sends none unless settle.webhook.allow-unsigned)
+     */
     public WebhookSender(String secrets, Duration timeout, EndpointGuard guard) {
         this(secrets, timeout, guard, DefaultClientTlsStrategy.createSystemDefault());
     }
@@ -165,22 +172,37 @@ public final class WebhookSender implements AutoCloseable {
         return List.copyOf(signers);
     }
 
-    /** Signed with the deployment's secrets. */
+    /** To the deployment's endpoint, signed with the deployment's secrets (unsigned when it has none). */
     public Result send(String url, String webhookId, long timestamp, String payload) {
-        return send(url, webhookId, timestamp, payload, null);
+        return send(url, webhookId, timestamp, payload, null, null);
     }
 
-    /** @param timestamp the attempt's webhook-timestamp, epoch seconds (the database clock at the claim) */
-    /** @param secrets a tenant's whsec_ secrets, space separated; null = the deployment's */
-    public Result send(String url, String webhookId, long timestamp, String payload, String secrets) {
+    /** Whether the deployment's endpoint gets signed requests (SETTLE_WEBHOOK_SECRET is set). */
+    public boolean signsForDeployment() {
+        return !signers.isEmpty();
+    }
+
+    /**
+     * @param timestamp the attempt's webhook-timestamp, epoch seconds (the database clock at the claim)
+     * @param tenant    the tenant whose own endpoint {@code url} is: signed with {@code secrets} only, never with
+     *                  the deployment's, never unsigned (no secrets → not sent); null = the deployment's endpoint
+     * @param secrets   that tenant's whsec_ secrets, space separated
+     */
+    public Result send(String url, String webhookId, long timestamp, String payload, String tenant, String secrets) {
         long started = System.nanoTime();
         List<Webhook> signers;
         try {
-            signers = secrets == null || secrets.isBlank() ? this.signers
-                    : tenantSigners.computeIfAbsent(secrets, WebhookSender::signers);
+            if (tenant == null) {
+                signers = this.signers;
+            } else if (secrets == null || secrets.isBlank()) {
+                return Result.failed("tenant " + tenant + " has no webhook signing secret; set its webhookSecrets "
+                        + "(admin API); not sent", micros(started), false);
+            } else {
+                signers = tenantSigners.computeIfAbsent(secrets, WebhookSender::signers);
+            }
         } catch (IllegalArgumentException e) {
-            return Result.failed("the tenant's webhook secrets are invalid: " + e.getMessage() + "; not sent",
-                    micros(started), false);
+            return Result.failed("tenant " + tenant + "'s webhook secrets are invalid: " + e.getMessage()
+                    + "; not sent", micros(started), false);
         }
         long deadline = started + timeout.toNanos();
         URI uri;

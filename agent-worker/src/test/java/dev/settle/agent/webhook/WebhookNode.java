@@ -19,7 +19,7 @@ import java.util.function.BooleanSupplier;
  * database are two dispatcher instances.
  */
 final class WebhookNode implements AutoCloseable {
-    static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    static final String SECRET = "whsec_cInLi1ITi1drPLvrjsLAyhW8oE7SQ4DJrHYkDnmZdiI=";
     static final String SECRET_2 = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 
     final String database;
