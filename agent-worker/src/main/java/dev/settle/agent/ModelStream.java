@@ -32,8 +32,8 @@ import java.util.function.Consumer;
 /**
  * One streamed model call of a turn: every text delta goes to the turn's {@link TurnStream} as it arrives.
  * A failure before the first delta is retried, a bounded number of times, only when a retry can succeed: a
- * connection error or timeout, or HTTP 408, 409, 429 or 5xx. The wait before a retry is the exponential backoff
- * with full jitter (uniform in [backoff / 2, backoff], doubled per attempt), or the server's {@code Retry-After}
+ * connection error or timeout, or HTTP 408, 409, 429 or 5xx. The wait before a retry is drawn uniformly from
+ * [backoff / 2, backoff] (backoff doubled per attempt), or the server's {@code Retry-After}
  * when it asks for longer. Any other 4xx (a bad request, a bad key) fails at once with the server's message, and
  * so does a Retry-After longer than the call timeout. A failure after output was streamed is not retried (that
  * would stream the text twice). An interrupt cancels the HTTP stream at once.
