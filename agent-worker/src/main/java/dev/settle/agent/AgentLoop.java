@@ -60,7 +60,9 @@ public class AgentLoop {
             usage.complete = true;
             usage.promptTokens += result.promptTokens();
             usage.completionTokens += result.completionTokens();
-            turns.countCall(lease, turnId, result.promptTokens(), result.completionTokens());
+            if (!turns.countCall(lease, turnId, result.promptTokens(), result.completionTokens())) {
+                throw new LeaseLostException();
+            }
             AiMessage ai = result.message();
             if (ai.text() != null) {
                 text.append(ai.text());

@@ -37,11 +37,30 @@ public class Conversation {
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE s.id = ? AND s.lease_token = ?""";
 
-    static final String MESSAGES = """
+    /** The unanswered user messages of the span, every one of them: the history limit never cuts them. */
+    static final String PENDING = """
             SELECT message_uid, role, text, version, covers_from, covers_version
               FROM chat_message
-             WHERE session_id = ? AND (version IS NULL OR version <= ?)
-             ORDER BY id DESC LIMIT ?""";
+             WHERE session_id = ? AND version > ? AND version <= ?
+             ORDER BY version""";
+
+    /**
+     * The history is the newest {@code historyLimit} committed messages before the span, in conversation order (a
+     * reply right after the last message it covers): at most that many answered user messages by version, and at
+     * most that many replies by the last version they cover, merged. Unanswered messages are not in it, so no
+     * number of replies committed after one of them can push it out of the prompt.
+     */
+    static final String HISTORY_USER = """
+            SELECT message_uid, role, text, version, covers_from, covers_version
+              FROM chat_message
+             WHERE session_id = ? AND version <= ?
+             ORDER BY version DESC LIMIT ?""";
+
+    static final String HISTORY_REPLIES = """
+            SELECT message_uid, role, text, version, covers_from, covers_version
+              FROM chat_message
+             WHERE session_id = ? AND covers_version <= ?
+             ORDER BY covers_version DESC LIMIT ?""";
 
     /** A committed message; for a reply, {@code version} is the last version it covers and {@code coversFrom} the first. */
     public record Message(String uid, String role, String text, long version, long coversFrom) {
@@ -108,26 +127,21 @@ public class Conversation {
             toVersion = Math.min(toVersion, end);
         }
         long unanswered = toVersion - head.replied();
-        List<Message> rows = new ArrayList<>(jdbc.query(MESSAGES, (rs, i) -> new Message(rs.getString("message_uid"),
+        org.springframework.jdbc.core.RowMapper<Message> message = (rs, i) -> new Message(rs.getString("message_uid"),
                 rs.getString("role"), rs.getString("text"),
                 "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version"),
-                rs.getLong("covers_from")),
-                lease.sessionId(), toVersion, historyLimit + unanswered));
-        // a reply sits right after the last user message it covers
-        rows.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
-        List<Message> history = new ArrayList<>();
-        List<Message> pending = new ArrayList<>();
-        for (Message m : rows) {
-            if ("user".equals(m.role()) && m.version() > head.replied()) {
-                pending.add(m);
-            } else {
-                history.add(m);
-            }
-        }
+                rs.getLong("covers_from"));
+        List<Message> pending = jdbc.query(PENDING, message, lease.sessionId(), head.replied(), toVersion);
         if (pending.size() != unanswered) {
             throw new IllegalStateException("session " + lease.sessionId() + " expected " + unanswered
                     + " unanswered messages, found " + pending.size());
         }
+        List<Message> history = new ArrayList<>(jdbc.query(HISTORY_USER, message, lease.sessionId(), head.replied(),
+                historyLimit));
+        history.addAll(jdbc.query(HISTORY_REPLIES, message, lease.sessionId(), head.replied(), historyLimit));
+        // a reply sits right after the last user message it covers
+        history.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
+        history = List.copyOf(history.subList(Math.max(0, history.size() - historyLimit), history.size()));
         long oldestInView = head.replied() + 1;
         for (Message m : history) {
             oldestInView = Math.min(oldestInView, "user".equals(m.role()) ? m.version() : m.coversFrom());

@@ -25,6 +25,7 @@ public class ModelConfiguration {
                 .apiKey(llm.key() == null || llm.key().isBlank() ? "none" : llm.key())
                 .modelName(llm.model())
                 .timeout(llm.timeout())
+                .httpClientBuilder(ModelHttpClient.builder()) // keeps Retry-After of a refused request
                 .build();
     }
 }

@@ -3,6 +3,7 @@ package dev.settle.agent;
 import dev.langchain4j.agent.tool.ToolSpecification;
 import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.ChatMessage;
+import dev.langchain4j.exception.HttpException;
 import dev.langchain4j.model.chat.StreamingChatModel;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
@@ -20,6 +21,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -29,9 +31,12 @@ import java.util.function.Consumer;
 
 /**
  * One streamed model call of a turn: every text delta goes to the turn's {@link TurnStream} as it arrives.
- * A failure before the first delta (connection refused, 5xx, 429, timeout) is retried with exponential
- * backoff a bounded number of times, then {@link ModelFailedException}; a failure after output was streamed
- * is not retried (that would stream the text twice). An interrupt cancels the HTTP stream at once.
+ * A failure before the first delta is retried, a bounded number of times, only when a retry can succeed: a
+ * connection error or timeout, or HTTP 408, 409, 429 or 5xx. The wait before a retry is drawn uniformly from
+ * [backoff / 2, backoff] (backoff doubled per attempt), or the server's {@code Retry-After}
+ * when it asks for longer. Any other 4xx (a bad request, a bad key) fails at once with the server's message, and
+ * so does a Retry-After longer than the call timeout. A failure after output was streamed is not retried (that
+ * would stream the text twice). An interrupt cancels the HTTP stream at once.
  */
 @Component
 public class ModelStream {
@@ -47,6 +52,8 @@ public class ModelStream {
         }
     }
 
+    private static final tools.jackson.databind.json.JsonMapper JSON = tools.jackson.databind.json.JsonMapper.builder().build();
+
     private final StreamingChatModel model;
     private final AgentSettings.Llm settings;
 
@@ -58,7 +65,7 @@ public class ModelStream {
     /** @param deltas receives every text delta, in order */
     public Result call(long sessionId, List<ChatMessage> messages, List<ToolSpecification> tools, TurnControl control,
                        Consumer<String> deltas, AtomicInteger streamedChars) {
-        Duration delay = settings.backoff();
+        Duration backoff = settings.backoff();
         Throwable last = null;
         for (int attempt = 1; attempt <= settings.maxAttempts(); attempt++) {
             checkStillWanted(control);
@@ -74,12 +81,94 @@ public class ModelStream {
                     throw new ModelFailedException("model stream broke after output was streamed: " + last, last);
                 }
             }
+            Retry retry = retry(last);
+            if (retry.refusal() != null) {
+                throw new ModelFailedException(retry.refusal(), last);
+            }
             if (attempt < settings.maxAttempts()) {
-                sleep(delay);
-                delay = delay.multipliedBy(2);
+                Duration jittered = Duration.ofNanos(backoff.toNanos() / 2
+                        + ThreadLocalRandom.current().nextLong(backoff.toNanos() / 2 + 1));
+                sleep(retry.after() != null && retry.after().compareTo(jittered) > 0 ? retry.after() : jittered);
+                backoff = backoff.multipliedBy(2);
             }
         }
-        throw new ModelFailedException("model failed " + settings.maxAttempts() + " times: " + last, last);
+        throw new ModelFailedException("model failed " + settings.maxAttempts() + " times: " + describe(last), last);
+    }
+
+    /**
+     * What to do after a failed attempt: {@code refusal} (the turn's reason) when no retry can succeed, else the
+     * server's Retry-After (null: none).
+     */
+    record Retry(String refusal, Duration after) {
+    }
+
+    Retry retry(Throwable failure) {
+        HttpException http = cause(failure, HttpException.class);
+        if (http == null) {
+            boolean transport = cause(failure, java.io.IOException.class) != null
+                    || cause(failure, java.util.concurrent.TimeoutException.class) != null
+                    || cause(failure, dev.langchain4j.exception.TimeoutException.class) != null
+                    || cause(failure, java.nio.channels.UnresolvedAddressException.class) != null;
+            return transport ? new Retry(null, null) : new Retry("model call failed: " + describe(failure), null);
+        }
+        int status = http.statusCode();
+        if (status != 408 && status != 409 && status != 429 && status < 500) {
+            return new Retry("model refused the request (HTTP " + status + "): " + serverMessage(http), null);
+        }
+        Duration after = http instanceof ModelHttpClient.StatusException s && s.retryAfter() != null
+                ? retryAfter(s.retryAfter()) : null;
+        if (after != null && after.compareTo(settings.timeout()) > 0) {
+            return new Retry("model unavailable (HTTP " + status + "), Retry-After " + s(after) + " exceeds the "
+                    + s(settings.timeout()) + " call timeout: " + serverMessage(http), null);
+        }
+        return new Retry(null, after);
+    }
+
+    /** RFC 9110 Retry-After: delta-seconds or an HTTP-date (a past date means now); null when unreadable. */
+    static Duration retryAfter(String value) {
+        String v = value.trim();
+        if (!v.isEmpty() && v.chars().allMatch(Character::isDigit)) {
+            return v.length() > 12 ? Duration.ofSeconds(Long.MAX_VALUE / 1_000_000_000L) : Duration.ofSeconds(Long.parseLong(v));
+        }
+        try {
+            Duration d = Duration.between(java.time.Instant.now(), java.time.ZonedDateTime.parse(v,
+                    java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME).toInstant());
+            return d.isNegative() ? Duration.ZERO : d;
+        } catch (java.time.format.DateTimeParseException e) {
+            return null;
+        }
+    }
+
+    private static String s(Duration d) {
+        return d.toMillis() / 1000.0 + " s";
+    }
+
+    /** The {@code error.message} of an OpenAI-style error body, else the body itself. */
+    static String serverMessage(HttpException http) {
+        String body = http.getMessage() == null ? "" : http.getMessage().strip();
+        try {
+            tools.jackson.databind.JsonNode message = JSON.readTree(body).path("error").path("message");
+            if (message.isString() && !message.stringValue().isBlank()) {
+                return message.stringValue();
+            }
+        } catch (RuntimeException notJson) {
+            // not JSON: the body is the message
+        }
+        return body.isEmpty() ? "(no message)" : body;
+    }
+
+    private static String describe(Throwable failure) {
+        HttpException http = cause(failure, HttpException.class);
+        return http != null ? "HTTP " + http.statusCode() + ": " + serverMessage(http) : String.valueOf(failure);
+    }
+
+    private static <T extends Throwable> T cause(Throwable failure, Class<T> type) {
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (type.isInstance(t)) {
+                return type.cast(t);
+            }
+        }
+        return null;
     }
 
     private Result once(List<ChatMessage> messages, List<ToolSpecification> tools, TurnControl control,

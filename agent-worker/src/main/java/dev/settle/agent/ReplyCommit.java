@@ -24,7 +24,9 @@ import java.util.UUID;
  *       the lease token and its expiry, the expected replied_version, and the version (or the deadline) in
  *       the same statement. 0 rows = discard; nothing else is written.</li>
  *   <li>In the same transaction: the reply row (unique per covered version), the turn's COMMITTED transition,
- *       the outbox row of its webhook ({@link Outbox}), and the deletion of the burst ends it covered.</li>
+ *       the outbox row of its webhook ({@link Outbox}), the deletion of the burst ends it covered, and the
+ *       fenced {@code reply.created} event. The lease may expire between two statements of the transaction (ADVANCE
+ *       locks the row, but time passes): a refused turn transition or event append rolls the whole reply back.</li>
  * </ol>
  */
 @Component
@@ -46,8 +48,10 @@ public class ReplyCommit {
             VALUES (?, ?, 'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6))""";
 
     static final String COMMIT_TURN = """
-            UPDATE chat_turn SET state = 'COMMITTED', ended_at = UTC_TIMESTAMP(6)
-             WHERE id = ? AND state = 'RUNNING' AND lease_token = ?""";
+            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
+               SET t.state = 'COMMITTED', t.ended_at = UTC_TIMESTAMP(6)
+             WHERE t.id = ? AND t.state = 'RUNNING' AND t.lease_token = ?
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */
     static final String SPEND_BURSTS = """
@@ -84,7 +88,11 @@ public class ReplyCommit {
             }
             String replyId = "msg_" + UUID.randomUUID();
             jdbc.update(INSERT_REPLY, replyId, lease.sessionId(), text, turn.fromVersion(), turn.toVersion(), turnId);
-            if (jdbc.update(COMMIT_TURN, turnId, lease.token()) != 1) {
+            if (jdbc.update(COMMIT_TURN, turnId, lease.token(), lease.token()) != 1) {
+                if (!leaseLive(lease)) {
+                    status.setRollbackOnly(); // the lease expired after ADVANCE: nothing of this reply stays
+                    return false;
+                }
                 throw new IllegalStateException("turn " + turnId + " was not RUNNING at commit");
             }
             outbox.replyCreated(lease.sessionId(), replyId, text, turn);
@@ -95,14 +103,21 @@ public class ReplyCommit {
             data.put("text", text);
             data.put("coversVersion", turn.toVersion());
             data.put("messageIds", turn.pendingIds());
-            SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("reply.created", turnId, data));
+            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("reply.created", turnId, data))) {
+                status.setRollbackOnly(); // the lease expired during the transaction: no reply without its event
+                return false;
+            }
             return true;
         });
         if (Boolean.TRUE.equals(committed)) {
             return Outcome.COMMITTED;
         }
+        return leaseLive(lease) ? Outcome.SUPERSEDED : Outcome.LEASE_LOST;
+    }
+
+    private boolean leaseLive(SessionLease.Lease lease) {
         Boolean ours = jdbc.query(WHY_NOT, rs -> rs.next() ? rs.getBoolean("ours") : false, lease.token(),
                 lease.sessionId());
-        return Boolean.TRUE.equals(ours) ? Outcome.SUPERSEDED : Outcome.LEASE_LOST;
+        return Boolean.TRUE.equals(ours);
     }
 }

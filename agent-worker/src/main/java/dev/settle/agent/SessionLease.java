@@ -27,9 +27,16 @@ import java.util.UUID;
 public class SessionLease {
     private static final Logger log = LoggerFactory.getLogger(SessionLease.class);
 
+    /**
+     * The OK packet's last insert id is {@code 2 × new epoch + 1} when the claim replaced an expired holder's
+     * lease (a takeover), {@code 2 × new epoch} when the lease was free. lease_epoch is assigned before
+     * lease_token, so it reads the previous token (MySQL and MariaDB assign left to right; under MariaDB's
+     * SIMULTANEOUS_ASSIGNMENT every assignment reads the old row, which gives the same result).
+     */
     static final String CLAIM = """
             UPDATE chat_session
-               SET lease_token = ?, lease_epoch = LAST_INSERT_ID(lease_epoch + 1),
+               SET lease_epoch = LAST_INSERT_ID((lease_epoch + 1) * 2 + (lease_token IS NOT NULL)) DIV 2,
+                   lease_token = ?,
                    lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
              WHERE id = ?
                AND (lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6))
@@ -70,8 +77,14 @@ public class SessionLease {
             UPDATE chat_session SET lease_token = NULL, lease_expires_at = NULL
              WHERE id = ? AND lease_token = ?""";
 
-    /** A claimed lease; every write made under it carries {@code token}. */
-    public record Lease(long sessionId, String token, long epoch) {
+    /**
+     * A claimed lease; every write made under it carries {@code token}. {@code takeover}: it replaced an expired
+     * holder's lease (false when unknown, see {@link #EPOCH}).
+     */
+    public record Lease(long sessionId, String token, long epoch, boolean takeover) {
+        public Lease(long sessionId, String token, long epoch) {
+            this(sessionId, token, epoch, false);
+        }
     }
 
     private final JdbcTemplate jdbc;
@@ -91,8 +104,9 @@ public class SessionLease {
             return null;
         }
         expectOne(claimed.rows(), "claim");
-        return new Lease(sessionId, token, claimed.lastInsertId() > 0 ? claimed.lastInsertId()
-                : jdbc.queryForObject(EPOCH, Long.class, sessionId, token));
+        long id = claimed.lastInsertId();
+        return id > 0 ? new Lease(sessionId, token, id / 2, id % 2 == 1)
+                : new Lease(sessionId, token, jdbc.queryForObject(EPOCH, Long.class, sessionId, token));
     }
 
     /**

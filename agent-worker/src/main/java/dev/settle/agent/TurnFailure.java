@@ -44,7 +44,10 @@ public class TurnFailure {
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("turnId", turnId);
             data.put("error", error);
-            SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.failed", turnId, data));
+            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.failed", turnId, data))) {
+                status.setRollbackOnly(); // the lease expired during the transaction: no failure without its event
+                return false;
+            }
             return true;
         }));
     }

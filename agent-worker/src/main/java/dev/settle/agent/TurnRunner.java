@@ -79,6 +79,9 @@ public class TurnRunner {
         if (lease == null) {
             return "busy";
         }
+        if (lease.takeover()) {
+            meters.counter("settle.lease.takeovers").increment(); // whoever woke this turn: event, sweeper or scanner
+        }
         inFlight.incrementAndGet();
         MDC.put("sessionId", Long.toString(sessionId));
         String outcome = "lease-lost";

@@ -16,8 +16,9 @@ import java.util.Map;
 
 /**
  * The turn state machine, one row per attempt to answer a span of versions:
- * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every transition is one UPDATE guarded by the session's
- * current lease token, so only the live holder moves a turn; COMMITTED is written by {@link ReplyCommit}
+ * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every write is one UPDATE guarded by the session's live lease
+ * (its token and {@code lease_expires_at >= UTC_TIMESTAMP(6)}, the liveness test of {@link SessionLease}), so only
+ * the live holder moves or counts a turn; COMMITTED is written by {@link ReplyCommit}
  * inside the commit transaction. Transactions that also append events lock the session row first
  * ({@link SessionLease#lockHeld}).
  */
@@ -27,33 +28,47 @@ public class Turns {
             INSERT INTO chat_turn (session_id, lease_token, lease_epoch, from_version, to_version, state, started_at)
             VALUES (?, ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6))""";
 
-    /** Closes a RUNNING turn; the join on chat_session is the lease guard. */
+    /** Closes a RUNNING turn; the join on chat_session is the live-lease guard. */
     static final String END = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6)
-             WHERE t.id = ? AND t.state = 'RUNNING' AND s.lease_token = ?""";
+             WHERE t.id = ? AND t.state = 'RUNNING'
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     /** Turns left RUNNING by a holder that lost its lease (crashed or paused): closed by the next holder. */
     static final String CLOSE_ABANDONED = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.state = 'FAILED', t.reason = 'abandoned: its holder lost the lease', t.ended_at = UTC_TIMESTAMP(6)
-             WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ? AND s.lease_token = ?""";
+             WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ?
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     /**
      * The usage of a discarded turn whose last stream was cut off: estimated from characters (4 per token). The
      * cut call counts as a model call: it was made, and its tokens were spent.
      */
     static final String ESTIMATE_USAGE = """
-            UPDATE chat_turn SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?,
-                   model_calls = model_calls + 1, tokens_estimated = TRUE
-             WHERE id = ? AND lease_token = ?""";
+            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
+               SET t.prompt_tokens = t.prompt_tokens + ?, t.completion_tokens = t.completion_tokens + ?,
+                   t.model_calls = t.model_calls + 1, t.tokens_estimated = TRUE
+             WHERE t.id = ? AND t.lease_token = ?
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
-    static final String STREAMED = "UPDATE chat_turn SET streamed_chars = ? WHERE id = ? AND lease_token = ?";
+    static final String STREAMED = """
+            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
+               SET t.streamed_chars = ?
+             WHERE t.id = ? AND t.lease_token = ?
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
+    /**
+     * A finished model call and its tokens. Like every write of a holder it checks the live lease, not only the
+     * turn's own token: a fenced-out holder's late call leaves its abandoned turn's counters as they were.
+     */
     static final String COUNT_CALLS = """
-            UPDATE chat_turn SET model_calls = model_calls + 1, prompt_tokens = prompt_tokens + ?,
-                   completion_tokens = completion_tokens + ?
-             WHERE id = ? AND lease_token = ?""";
+            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
+               SET t.model_calls = t.model_calls + 1, t.prompt_tokens = t.prompt_tokens + ?,
+                   t.completion_tokens = t.completion_tokens + ?
+             WHERE t.id = ? AND t.lease_token = ?
+               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -124,9 +139,10 @@ public class Turns {
                 return false;
             }
             if (!usage.complete) {
-                jdbc.update(ESTIMATE_USAGE, usage.promptChars / 4, usage.streamedChars.get() / 4, turnId, lease.token());
+                jdbc.update(ESTIMATE_USAGE, usage.promptChars / 4, usage.streamedChars.get() / 4, turnId, lease.token(),
+                        lease.token());
             }
-            jdbc.update(STREAMED, usage.streamedChars.get(), turnId, lease.token());
+            jdbc.update(STREAMED, usage.streamedChars.get(), turnId, lease.token(), lease.token());
             if (!end(lease, turnId, "DISCARDED", reason)) {
                 status.setRollbackOnly();
                 return false;
@@ -134,7 +150,11 @@ public class Turns {
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("turnId", turnId);
             data.put("reason", reason);
-            return SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.discarded", turnId, data));
+            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.discarded", turnId, data))) {
+                status.setRollbackOnly();
+                return false;
+            }
+            return true;
         }));
     }
 
@@ -144,8 +164,11 @@ public class Turns {
         return tokens == null ? 0 : tokens;
     }
 
-    public void countCall(SessionLease.Lease lease, long turnId, int promptTokens, int completionTokens) {
-        jdbc.update(COUNT_CALLS, promptTokens, completionTokens, turnId, lease.token());
+    /** @return false when the lease is no longer live (nothing counted) */
+    public boolean countCall(SessionLease.Lease lease, long turnId, int promptTokens, int completionTokens) {
+        int rows = jdbc.update(COUNT_CALLS, promptTokens, completionTokens, turnId, lease.token(), lease.token());
+        SessionLease.expectAtMostOne(rows, "count model call");
+        return rows == 1;
     }
 
     static String truncate(String s) {

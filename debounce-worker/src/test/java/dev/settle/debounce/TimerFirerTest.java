@@ -4,6 +4,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionReady;
 import dev.settle.testsupport.SharedInfra;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
@@ -44,9 +46,14 @@ class TimerFirerTest {
         dataSource.close();
     }
 
-    private static TimerFirer firer(KafkaTemplate<String, String> kafka) {
-        return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS,
-                new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+    private static TimerFirer firer(KafkaTemplate<String, String> kafka, MeterRegistry meters) {
+        return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS, meters);
+    }
+
+    /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper. */
+    private static List<Double> fires(MeterRegistry meters) {
+        return List.of("window", "maxwait", "sweeper").stream()
+                .map(cause -> meters.counter("settle.debounce.fires", "cause", cause).count()).toList();
     }
 
     private static KafkaTemplate<String, String> kafka(String bootstrap) {
@@ -78,21 +85,24 @@ class TimerFirerTest {
         timer(notDue, now.plusSeconds(3600), now.plusSeconds(3600), 1, "message");
         List<Long> due = List.of(window, maxwait, sweeper);
 
+        MeterRegistry meters = new SimpleMeterRegistry();
         KafkaTemplate<String, String> unreachable = kafka("127.0.0.1:1");
         try {
-            assertThatThrownBy(() -> firer(unreachable).fireDue()).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> firer(unreachable, meters).fireDue()).isInstanceOf(IllegalStateException.class);
         } finally {
             unreachable.destroy();
         }
         assertThat(sessions.timers(due)).isEqualTo(3);
+        assertThat(fires(meters)).as("a rolled-back round counts no fire").containsExactly(0.0, 0.0, 0.0);
 
         KafkaTemplate<String, String> broker = kafka(SharedInfra.kafkaBootstrap());
         try (ReadyEvents ready = new ReadyEvents()) {
-            TimerFirer firer = firer(broker);
+            TimerFirer firer = firer(broker, meters);
             Instant before = sessions.dbNow();
             assertThat(firer.fireDue()).isEqualTo(3);
             assertThat(firer.fireDue()).isZero();
             assertThat(firer.firedCount()).isEqualTo(3);
+            assertThat(fires(meters)).as("fires by cause: window, maxwait, sweeper").containsExactly(1.0, 1.0, 1.0);
 
             assertThat(sessions.timers(due)).isZero();
             assertThat(sessions.timer(notDue)).isPresent();

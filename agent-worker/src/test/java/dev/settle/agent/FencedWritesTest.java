@@ -1,0 +1,157 @@
+package dev.settle.agent;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+/**
+ * Every write of a holder checks the live lease, and a transaction whose lease expires between two of its
+ * statements rolls back whole. The expiry is made to fall between two statements deterministically: the test
+ * holds a row lock that one statement of the transaction waits on, and lets it go only once the database clock
+ * has passed the lease's expiry.
+ */
+class FencedWritesTest {
+    static TestAgent agent;
+    static SessionLease leases;
+    static Conversation conversation;
+    static Turns turns;
+    static DataSource db;
+
+    @BeforeAll
+    static void start() {
+        agent = new TestAgent("fencedwrites", Map.of());
+        leases = agent.bean(SessionLease.class);
+        conversation = agent.bean(Conversation.class);
+        turns = agent.bean(Turns.class);
+        db = agent.bean(DataSource.class);
+    }
+
+    @AfterAll
+    static void stop() {
+        agent.close();
+    }
+
+    /** The lease expires this long after now, on the database clock (no heartbeat runs in these tests). */
+    static void expireIn(long session, Duration d) {
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?",
+                d.toNanos() / 1000, session);
+    }
+
+    static boolean expired(long session) {
+        return agent.count("SELECT COUNT(*) FROM chat_session WHERE id = ? AND lease_expires_at < UTC_TIMESTAMP(6)", session) == 1;
+    }
+
+    /** A transaction of the agent is waiting for a lock in a statement that starts with {@code statement}. */
+    static boolean waiting(String statement) {
+        return agent.count("""
+                SELECT COUNT(*) FROM information_schema.INNODB_TRX
+                 WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE CONCAT(?, '%')""", statement) > 0;
+    }
+
+    static String turnState(long turnId) {
+        return agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId);
+    }
+
+    static int events(long session, String type) {
+        return agent.count("SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = ?", session, type);
+    }
+
+    @Test
+    void a_reply_whose_lease_expires_before_its_event_is_appended_rolls_back_whole() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        agent.jdbc.update("INSERT INTO session_burst (session_id, end_version, fired_at) VALUES (?, 1, UTC_TIMESTAMP(6))", session);
+        try (Connection blocker = db.getConnection(); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+            blocker.setAutoCommit(false);
+            try (PreparedStatement lock = blocker.prepareStatement(
+                    "SELECT end_version FROM session_burst WHERE session_id = ? FOR UPDATE")) {
+                lock.setLong(1, session);
+                lock.executeQuery().close();
+            }
+            expireIn(session, Duration.ofSeconds(3));
+            Future<ReplyCommit.Outcome> commit = pool.submit(() -> agent.bean(ReplyCommit.class).commit(lease, turnId, turn, "late"));
+            // the commit advanced replied_version under a live lease and now waits on the burst row, before its event
+            await().atMost(Duration.ofSeconds(30)).until(() -> waiting("DELETE FROM session_burst") && expired(session));
+            blocker.rollback();
+            assertEquals(ReplyCommit.Outcome.LEASE_LOST, commit.get(30, TimeUnit.SECONDS));
+        }
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(0, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
+        assertEquals(0, events(session, "reply.created"));
+        assertEquals(1, agent.count("SELECT COUNT(*) FROM session_burst WHERE session_id = ?", session));
+        assertEquals("RUNNING", turnState(turnId), "left for the next holder to close");
+    }
+
+    @Test
+    void a_failure_whose_lease_expires_before_its_event_is_appended_rolls_back_whole() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        try (Connection blocker = db.getConnection(); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+            blocker.setAutoCommit(false);
+            // an uncommitted row with the failure's webhook-id: the outbox insert waits on its key
+            try (PreparedStatement hold = blocker.prepareStatement("""
+                    INSERT INTO webhook_delivery (webhook_id, session_id, event_type, payload, status, next_attempt_at, created_at)
+                    VALUES (?, ?, 'reply.failed', '{}', 'PENDING', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""")) {
+                hold.setString(1, "wh_turn_" + turnId);
+                hold.setLong(2, session);
+                hold.executeUpdate();
+            }
+            expireIn(session, Duration.ofSeconds(3));
+            Future<Boolean> failed = pool.submit(() -> agent.bean(TurnFailure.class).record(lease, turnId, turn, "model down"));
+            await().atMost(Duration.ofSeconds(30)).until(() -> waiting("INSERT INTO webhook_delivery") && expired(session));
+            blocker.rollback();
+            assertFalse(failed.get(30, TimeUnit.SECONDS));
+        }
+        assertEquals(0, agent.count("SELECT failed_version FROM chat_session WHERE id = ?", session));
+        assertEquals("RUNNING", turnState(turnId));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
+        assertEquals(0, events(session, "turn.failed"));
+    }
+
+    static List<Integer> counters(long turnId) {
+        return agent.jdbc.queryForObject("SELECT model_calls, prompt_tokens, completion_tokens FROM chat_turn WHERE id = ?",
+                (rs, i) -> List.of(rs.getInt(1), rs.getInt(2), rs.getInt(3)), turnId);
+    }
+
+    @Test
+    void a_fenced_out_holder_counts_no_model_call_on_its_abandoned_turn() {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        long turnId = turns.begin(lease, 1, 1);
+        turns.countCall(lease, turnId, 10, 20);
+        assertEquals(List.of(1, 10, 20), counters(turnId), "the live holder counts");
+
+        // expired, nobody took over yet: the holder is already dead
+        expireIn(session, Duration.ofSeconds(-1));
+        turns.countCall(lease, turnId, 10, 20);
+        assertEquals(List.of(1, 10, 20), counters(turnId));
+
+        // taken over: the old token still matches the turn row, not the session's lease
+        SessionLease.Lease successor = leases.claim(session);
+        assertNotNull(successor);
+        turns.countCall(lease, turnId, 10, 20);
+        assertEquals(List.of(1, 10, 20), counters(turnId));
+        leases.release(successor);
+    }
+}
