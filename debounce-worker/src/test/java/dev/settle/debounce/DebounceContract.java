@@ -41,6 +41,11 @@ abstract class DebounceContract {
     /** The database for this suite: JDBC URL, user, password. */
     abstract String[] database();
 
+    /** Run on every new connection. */
+    String connectionInit() {
+        return "SET time_zone = '+05:00'";
+    }
+
     @BeforeAll
     void migrate() {
         String[] db = database();
@@ -49,7 +54,7 @@ abstract class DebounceContract {
         dataSource.setUsername(db[1]);
         dataSource.setPassword(db[2]);
         dataSource.setMaximumPoolSize(4);
-        dataSource.setConnectionInitSql("SET time_zone = '+05:00'");
+        dataSource.setConnectionInitSql(connectionInit());
         dataSource.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
         SpringLiquibase liquibase = new SpringLiquibase();
         liquibase.setDataSource(dataSource);
