@@ -136,9 +136,9 @@ abstract class IngestContract {
         assertEquals("Renamed", json(app.call("GET", "/v1/admin/tenants/" + tenant, IngestApp.ADMIN_KEY, null)).get("name").asString());
         JsonNode keys = json(app.call("GET", "/v1/admin/tenants/" + tenant + "/keys", IngestApp.ADMIN_KEY, null)).get("keys");
         assertEquals(1, keys.size(), keys.toString());
-        assertEquals(200, app.get("/v1/ledger/entries", key).statusCode());
-        assertEquals(204, app.call("DELETE", "/v1/admin/tenants/" + tenant + "/keys/" + keys.get(0).get("id").asLong(),
+        assertEquals(200, app.get("/v1/ledger/entries?sessionId=" + s, key).statusCode());
+        assertEquals(204, app.call("DELETE", "/v1/admin/tenants/" + tenant + "/keys/" + keys.get(0).get("keyId").asLong(),
                 IngestApp.ADMIN_KEY, null).statusCode());
-        assertEquals(401, app.get("/v1/ledger/entries", key).statusCode(), "a revoked key is refused");
+        assertEquals(401, app.get("/v1/ledger/entries?sessionId=" + s, key).statusCode(), "a revoked key is refused");
     }
 }
