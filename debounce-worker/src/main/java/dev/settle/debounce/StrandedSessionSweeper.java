@@ -18,11 +18,12 @@ import org.springframework.stereotype.Component;
  *   <li>Select sessions with unanswered messages ({@code oldest_unanswered_at IS NOT NULL AND
  *       version > replied_version}) that have not failed at this version ({@code version > failed_version}),
  *       hold no live lease ({@code lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6)}), have no
- *       timer row (anti-join), and whose last message is older than {@code grace}.</li>
+ *       timer row (anti-join), and whose last message is older than {@code grace}. The anti-join is a LEFT JOIN
+ *       in the SELECT's own FROM: MySQL allows the INSERT's target there, never in a subquery.</li>
  *   <li>Insert a timer for each that is due now ({@code fire_at = deadline_at = UTC_TIMESTAMP(6)},
  *       {@code armed_by = 'sweeper'}), so {@link TimerFirer} publishes it on its next round with cause
  *       {@code sweeper}.</li>
- *   <li>A timer armed concurrently by a message wins: {@code ON DUPLICATE KEY UPDATE session_id = session_id}
+ *   <li>A timer armed concurrently by a message wins: {@code ON DUPLICATE KEY UPDATE session_id = debounce_timer.session_id}
  *       leaves it untouched (no {@code INSERT IGNORE}, which would swallow other errors too).</li>
  * </ol>
  * A session that stays stranded (no agent alive) is woken again each interval until it is answered, fails,
@@ -35,14 +36,14 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
     static final String ARM_STRANDED = """
             INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
             SELECT s.id, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), s.version, 'sweeper', UTC_TIMESTAMP(6)
-              FROM chat_session s
+              FROM chat_session s LEFT JOIN debounce_timer t ON t.session_id = s.id
              WHERE s.oldest_unanswered_at IS NOT NULL
                AND s.version > s.replied_version
                AND s.version > s.failed_version
                AND (s.lease_token IS NULL OR s.lease_expires_at < UTC_TIMESTAMP(6))
                AND s.last_message_at < UTC_TIMESTAMP(6) - INTERVAL :graceMicros MICROSECOND
-               AND NOT EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id)
-            ON DUPLICATE KEY UPDATE session_id = session_id
+               AND t.session_id IS NULL
+            ON DUPLICATE KEY UPDATE session_id = debounce_timer.session_id
             """;
 
     private final JdbcClient jdbc;

@@ -98,4 +98,47 @@ abstract class IngestContract {
                 "{\"text\":\"" + "x".repeat(16_001) + "\"}").statusCode());
         assertEquals(fingerprint, app.fingerprint());
     }
+
+    @Test
+    void policies_turns_retries_ledger_deliveries_and_tenant_administration_answer_on_this_database() {
+        String s = sid();
+        assertEquals(202, app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}").statusCode());
+        HttpResponse<String> policy = app.call("PUT", "/v1/sessions/" + s, IngestApp.KEY, "{\"policy\":\"enqueue\"}");
+        assertEquals(200, policy.statusCode(), policy.body());
+        assertEquals("enqueue", json(policy).get("policy").asString());
+        assertEquals(0, json(app.get("/v1/sessions/" + s + "/turns")).get("turns").size());
+        assertEquals(409, app.call("POST", "/v1/sessions/" + s + "/retry", IngestApp.KEY, null).statusCode(),
+                "nothing failed: nothing to retry");
+        assertEquals(0, json(app.get("/v1/ledger/entries?sessionId=" + s)).get("entries").size());
+
+        long pk = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s);
+        app.jdbc.update("""
+                INSERT INTO webhook_delivery (webhook_id, session_id, event_type, endpoint_url, payload, status, attempts,
+                                              next_attempt_at, created_at, last_error)
+                VALUES (?, ?, 'reply.created', 'https://hooks.example/in', '{}', 'FAILED', 3, UTC_TIMESTAMP(6),
+                        UTC_TIMESTAMP(6), 'HTTP 500')""", "msg_" + UUID.randomUUID(), pk);
+        app.jdbc.update("INSERT INTO webhook_attempt (delivery_id, attempt_no, started_at, status_code) "
+                + "SELECT id, 3, UTC_TIMESTAMP(6), 500 FROM webhook_delivery WHERE session_id = ?", pk);
+        JsonNode failed = json(app.get("/v1/webhooks/deliveries?status=failed&sessionId=" + s)).get("deliveries");
+        assertEquals(1, failed.size(), failed.toString());
+        long delivery = failed.get(0).get("id").asLong();
+        assertEquals(202, app.call("POST", "/v1/webhooks/deliveries/" + delivery + "/retry", IngestApp.KEY, null).statusCode());
+        assertEquals("PENDING", app.jdbc.queryForObject("SELECT status FROM webhook_delivery WHERE id = ?", String.class, delivery));
+        assertEquals(409, app.call("POST", "/v1/webhooks/deliveries/" + delivery + "/retry", IngestApp.KEY, null).statusCode());
+
+        String tenant = "c" + UUID.randomUUID().toString().substring(0, 8);
+        HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"" + tenant + "\"}");
+        assertEquals(201, created.statusCode(), created.body());
+        String key = json(created).get("apiKey").get("key").asString();
+        HttpResponse<String> renamed = app.call("PATCH", "/v1/admin/tenants/" + tenant, IngestApp.ADMIN_KEY,
+                "{\"name\":\"Renamed\",\"defaultPolicy\":\"reject\"}");
+        assertEquals(200, renamed.statusCode(), renamed.body());
+        assertEquals("Renamed", json(app.call("GET", "/v1/admin/tenants/" + tenant, IngestApp.ADMIN_KEY, null)).get("name").asString());
+        JsonNode keys = json(app.call("GET", "/v1/admin/tenants/" + tenant + "/keys", IngestApp.ADMIN_KEY, null)).get("keys");
+        assertEquals(1, keys.size(), keys.toString());
+        assertEquals(200, app.get("/v1/ledger/entries?sessionId=" + s, key).statusCode());
+        assertEquals(204, app.call("DELETE", "/v1/admin/tenants/" + tenant + "/keys/" + keys.get(0).get("keyId").asLong(),
+                IngestApp.ADMIN_KEY, null).statusCode());
+        assertEquals(401, app.get("/v1/ledger/entries?sessionId=" + s, key).statusCode(), "a revoked key is refused");
+    }
 }

@@ -38,7 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the way Spring Boot binds a real process environment (relaxed names, {@link SystemEnvironmentPropertySource})
  * into the settings classes the application uses, and every variable must arrive where it is meant to.
  *
- * <p>What it cannot check: that the images pull and run, that the Kafka and MySQL containers accept that
+ * <p>What it cannot check: that the images pull and run, that the Kafka and database containers accept that
  * configuration, that the healthchecks pass, or that the jars were built (only that the mounted names are
  * the ones the build gives them).
  */
@@ -64,7 +64,7 @@ class DockerComposeConfigTest {
             entry("SETTLE_LEASE_TTL", "17s"),
             entry("SPRING_DATASOURCE_URL", "jdbc:mysql://db.probe.invalid:3306/probe?sslMode=DISABLED"),
             entry("SPRING_KAFKA_BOOTSTRAP_SERVERS", "kafka.probe.invalid:9092"),
-            entry("MYSQL_ROOT_PASSWORD", "probe-root-password"));
+            entry("DB_ROOT_PASSWORD", "probe-root-password"));
 
     /** Per application: each variable it must be given, where its value lands after binding, and how to read the text. */
     static final Map<String, Map<String, Check>> BINDS = Map.of(
@@ -106,7 +106,7 @@ class DockerComposeConfigTest {
         for (String app : APPS) {
             Map<String, String> env = environment(app, host);
             assertBound(app, env);
-            assertEquals("jdbc:mysql://mysql:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true",
+            assertEquals("jdbc:mysql://db:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true",
                     env.get("SPRING_DATASOURCE_URL"), app);
             assertEquals("kafka:9092", env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"), app);
         }
@@ -124,11 +124,10 @@ class DockerComposeConfigTest {
     }
 
     @Test
-    void each_application_runs_its_own_executable_jar_on_java_21_after_mysql_and_kafka_are_healthy() throws IOException {
+    void each_application_runs_its_own_executable_jar_on_java_21_after_the_database_and_kafka_are_healthy() throws IOException {
         Map<String, Map<String, Object>> services = services();
         assertTrue(services.get("kafka").containsKey("healthcheck"));
-        assertTrue(services.get("mysql").containsKey("healthcheck"));
-        assertEquals("settle", env(services.get("mysql")).get("MYSQL_DATABASE"));
+        assertTrue(services.get("db").containsKey("healthcheck"));
         String version = projectVersion();
         for (String app : APPS) {
             Map<String, Object> service = services.get(app);
@@ -136,11 +135,46 @@ class DockerComposeConfigTest {
             assertEquals(List.of("./" + app + "/target/settle-" + app + "-" + version + "-exec.jar:/app/app.jar:ro"),
                     service.get("volumes"), app);
             assertEquals(List.of("java", "-jar", "/app/app.jar"), service.get("command"), app);
-            assertEquals(Map.of("mysql", Map.of("condition", "service_healthy"), "kafka", Map.of("condition", "service_healthy")),
+            assertEquals(Map.of("db", Map.of("condition", "service_healthy"), "kafka", Map.of("condition", "service_healthy")),
                     service.get("depends_on"), app);
             assertTrue(Files.readString(ROOT.resolve(app).resolve("pom.xml")).contains("<classifier>exec</classifier>"),
                     app + " builds an -exec jar");
         }
+    }
+
+    /**
+     * The default database is MariaDB 11.4 (what every test here runs on); docker-compose.mysql.yml swaps in MySQL 8.4
+     * under the same service name, so the services' JDBC URL and password variable stay the same. Compose merges the
+     * override into the base: it may touch only the database service, and its image, credentials, data volume and
+     * healthcheck must all be MySQL's.
+     */
+    @Test
+    void the_database_is_mariadb_11_4_and_the_mysql_override_swaps_in_mysql_8_4_under_the_same_name() throws IOException {
+        Map<String, Object> db = services().get("db");
+        assertEquals("mariadb:11.4", db.get("image"));
+        assertEquals("settle", env(db).get("MARIADB_DATABASE"));
+        assertEquals("${DB_ROOT_PASSWORD:-settle}", env(db).get("MARIADB_ROOT_PASSWORD"));
+        assertEquals(List.of("mariadb-data:/var/lib/mysql"), db.get("volumes"));
+        assertEquals(List.of("CMD", "healthcheck.sh", "--connect", "--innodb_initialized"), healthcheck(db).get("test"));
+
+        Map<String, Map<String, Object>> override = services("docker-compose.mysql.yml");
+        assertEquals(java.util.Set.of("db"), override.keySet(), "the override changes only the database");
+        Map<String, Object> mysql = override.get("db");
+        assertEquals("mysql:8.4", mysql.get("image"));
+        assertEquals("settle", env(mysql).get("MYSQL_DATABASE"));
+        assertEquals("${DB_ROOT_PASSWORD:-settle}", env(mysql).get("MYSQL_ROOT_PASSWORD"));
+        // Compose replaces a mount by its target: MySQL gets its own volume, never MariaDB's data directory
+        assertEquals(List.of("mysql-data:/var/lib/mysql"), mysql.get("volumes"));
+        assertTrue(String.valueOf(healthcheck(mysql).get("test")).contains("mysqladmin ping"), "MySQL has no healthcheck.sh");
+        // the same password variable reaches every service in both set-ups
+        for (String app : APPS) {
+            assertEquals("${DB_ROOT_PASSWORD:-settle}", env(services().get(app)).get("SPRING_DATASOURCE_PASSWORD"), app);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> healthcheck(Map<String, Object> service) {
+        return (Map<String, Object>) service.get("healthcheck");
     }
 
     /** ingest-api refuses to start without a key, so the file has no default for it: Compose itself stops first. */
@@ -173,15 +207,18 @@ class DockerComposeConfigTest {
             } catch (IOException notInstalled) {
                 continue;
             }
-            List<String> command = new java.util.ArrayList<>(compose);
-            command.addAll(List.of("-f", ROOT.resolve("docker-compose.yml").toString(), "config", "-q"));
-            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-            builder.environment().put("SETTLE_API_KEY", "change-me"); // required: the file gives it no default
-            Process p = builder.start();
-            String output = new String(p.getInputStream().readAllBytes());
-            int exit = p.waitFor();
-            System.out.println("DockerComposeConfigTest: " + String.join(" ", compose) + " config -q exited " + exit);
-            assertEquals(0, exit, String.join(" ", command) + ":\n" + output);
+            for (List<String> files : List.of(List.of("docker-compose.yml"), List.of("docker-compose.yml", "docker-compose.mysql.yml"))) {
+                List<String> command = new java.util.ArrayList<>(compose);
+                files.forEach(f -> command.addAll(List.of("-f", ROOT.resolve(f).toString())));
+                command.addAll(List.of("config", "-q"));
+                ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+                builder.environment().put("SETTLE_API_KEY", "change-me"); // required: the file gives it no default
+                Process p = builder.start();
+                String output = new String(p.getInputStream().readAllBytes());
+                int exit = p.waitFor();
+                System.out.println("DockerComposeConfigTest: " + String.join(" ", command) + " exited " + exit);
+                assertEquals(0, exit, String.join(" ", command) + ":\n" + output);
+            }
             return;
         }
         String reason = "no Compose installed (neither `docker compose` nor `docker-compose`): only the parsing checks ran";
@@ -231,9 +268,13 @@ class DockerComposeConfigTest {
         return (Map<String, String>) service.get("environment");
     }
 
-    @SuppressWarnings("unchecked")
     private static Map<String, Map<String, Object>> services() throws IOException {
-        try (Reader reader = Files.newBufferedReader(ROOT.resolve("docker-compose.yml"))) {
+        return services("docker-compose.yml");
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Map<String, Object>> services(String file) throws IOException {
+        try (Reader reader = Files.newBufferedReader(ROOT.resolve(file))) {
             Map<String, Object> compose = new Yaml().load(reader);
             return (Map<String, Map<String, Object>>) compose.get("services");
         }

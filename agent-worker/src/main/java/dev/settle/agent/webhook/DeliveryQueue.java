@@ -54,6 +54,12 @@ public class DeliveryQueue {
                                 WHERE e.session_id = d.session_id AND e.status = 'PENDING' AND e.id < d.id)
              ORDER BY d.next_attempt_at LIMIT ?""";
 
+    /**
+     * First in its session = the lowest id among the session's PENDING deliveries (in flight ones are PENDING too).
+     * That lowest id is read through a derived table with an aggregate, which MySQL cannot merge into the UPDATE and
+     * so materializes before it updates: MySQL refuses a plain subquery on the table being updated (error 1093).
+     * Parameters: token, claim micros, default URL, id, default URL, id.
+     */
     static final String CLAIM = """
             UPDATE webhook_delivery d
                SET d.claim_token = ?, d.claimed_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,
@@ -61,8 +67,11 @@ public class DeliveryQueue {
              WHERE d.id = ? AND d.status = 'PENDING' AND d.next_attempt_at <= UTC_TIMESTAMP(6)
                AND (d.claimed_until IS NULL OR d.claimed_until < UTC_TIMESTAMP(6))
                AND (d.endpoint_url IS NOT NULL OR ? IS NOT NULL)
-               AND NOT EXISTS (SELECT 1 FROM webhook_delivery e
-                                WHERE e.session_id = d.session_id AND e.status = 'PENDING' AND e.id < d.id)""";
+               AND d.id = (SELECT f.first_id
+                             FROM (SELECT MIN(e.id) AS first_id FROM webhook_delivery e
+                                    WHERE e.status = 'PENDING'
+                                      AND e.session_id = (SELECT x.session_id FROM webhook_delivery x
+                                                           WHERE x.id = ?)) AS f)""";
 
     static final String READ = """
             SELECT d.webhook_id, d.session_id, d.payload, d.attempts, d.attempts_before_replay, d.endpoint_url,
@@ -154,7 +163,7 @@ public class DeliveryQueue {
         String token = UUID.randomUUID().toString();
         try {
             return tx.execute(status -> {
-                int rows = jdbc.update(CLAIM, token, micros(claimFor), defaultUrl, id, defaultUrl);
+                int rows = jdbc.update(CLAIM, token, micros(claimFor), defaultUrl, id, defaultUrl, id);
                 if (rows == 0) {
                     return null;
                 }

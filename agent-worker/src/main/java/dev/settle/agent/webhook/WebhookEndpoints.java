@@ -10,11 +10,14 @@ import org.springframework.stereotype.Component;
  */
 @Component
 public class WebhookEndpoints {
-    /** The last 410 wins: disabled_at is the latest time the endpoint said it is gone. */
+    /**
+     * The last 410 wins: disabled_at is the latest time the endpoint said it is gone. Parameters: url, reason, reason
+     * (bound again for the update: VALUES() there is deprecated in MySQL, its row alias unknown to MariaDB).
+     */
     static final String DISABLE = """
             INSERT INTO webhook_endpoint (url, disabled_at, disabled_reason, created_at, updated_at)
             VALUES (?, UTC_TIMESTAMP(6), ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
-            ON DUPLICATE KEY UPDATE disabled_at = UTC_TIMESTAMP(6), disabled_reason = VALUES(disabled_reason),
+            ON DUPLICATE KEY UPDATE disabled_at = UTC_TIMESTAMP(6), disabled_reason = ?,
                                     updated_at = UTC_TIMESTAMP(6)""";
 
     static final String ENABLE = """
@@ -28,7 +31,8 @@ public class WebhookEndpoints {
     }
 
     public void disable(String url, String reason) {
-        jdbc.update(DISABLE, url, DeliveryQueue.truncate(reason));
+        String truncated = DeliveryQueue.truncate(reason);
+        jdbc.update(DISABLE, url, truncated, truncated);
     }
 
     /** @return whether it was disabled */

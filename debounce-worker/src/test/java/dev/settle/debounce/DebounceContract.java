@@ -1,0 +1,158 @@
+package dev.settle.debounce;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.schema.MessageAccepted;
+import dev.settle.testsupport.SharedInfra;
+import liquibase.integration.spring.SpringLiquibase;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.springframework.core.io.DefaultResourceLoader;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The debounce worker's SQL (timer arm/extend, fire with SKIP LOCKED, burst end, next due, stranded-session sweep), one
+ * abstract suite run on every database the project supports: tiny subclasses per database only say how to reach it.
+ * The schema is applied by the changelog, as the services do; connections run at +05:00 to show nothing depends on the
+ * session time zone.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class DebounceContract {
+    /** Long enough that no timer armed by a message becomes due during the suite. */
+    static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofHours(1), Duration.ofHours(2), Duration.ofMillis(20), 200);
+
+    HikariDataSource dataSource;
+    JdbcClient jdbc;
+    Sessions sessions;
+
+    /** The database for this suite: JDBC URL, user, password. */
+    abstract String[] database();
+
+    /** Run on every new connection. */
+    String connectionInit() {
+        return "SET time_zone = '+05:00'";
+    }
+
+    @BeforeAll
+    void migrate() {
+        String[] db = database();
+        dataSource = new HikariDataSource();
+        dataSource.setJdbcUrl(db[0]);
+        dataSource.setUsername(db[1]);
+        dataSource.setPassword(db[2]);
+        dataSource.setMaximumPoolSize(4);
+        dataSource.setConnectionInitSql(connectionInit());
+        dataSource.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+        SpringLiquibase liquibase = new SpringLiquibase();
+        liquibase.setDataSource(dataSource);
+        liquibase.setChangeLog("classpath:db/settle-changelog.sql");
+        liquibase.setResourceLoader(new DefaultResourceLoader());
+        try {
+            liquibase.afterPropertiesSet();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+        jdbc = JdbcClient.create(dataSource);
+        sessions = new Sessions(jdbc);
+    }
+
+    @AfterAll
+    void close() {
+        if (dataSource != null) {
+            dataSource.close();
+        }
+    }
+
+    @Test
+    void arming_inserts_then_extends_the_window_never_past_the_deadline_and_skips_answered_versions() {
+        DebounceTimers timers = new DebounceTimers(jdbc, SETTINGS);
+        long session = sessions.create();
+        MessageAccepted first = sessions.accept(session);
+        assertThat(timers.arm(first)).isTrue();
+        Sessions.Timer armed = sessions.timer(session).orElseThrow();
+        assertThat(armed.fireAt()).isEqualTo(first.acceptedAt().plus(SETTINGS.window()));
+        assertThat(armed.deadlineAt()).isEqualTo(first.oldestUnansweredAt().plus(SETTINGS.maxwait()));
+        assertThat(armed.armedVersion()).isEqualTo(1);
+
+        MessageAccepted second = sessions.accept(session);
+        assertThat(timers.arm(second)).isTrue();
+        Sessions.Timer extended = sessions.timer(session).orElseThrow();
+        assertThat(extended.fireAt()).isEqualTo(second.acceptedAt().plus(SETTINGS.window()));
+        assertThat(extended.deadlineAt()).isEqualTo(armed.deadlineAt());
+        assertThat(extended.armedVersion()).isEqualTo(2);
+
+        // a late, older event changes nothing: fire_at never moves back, armed_version never down
+        assertThat(timers.arm(first)).isTrue();
+        assertThat(sessions.timer(session).orElseThrow()).isEqualTo(extended);
+
+        // past the deadline the window is capped at it
+        MessageAccepted late = new MessageAccepted(session, 3, armed.deadlineAt().plusSeconds(60), first.oldestUnansweredAt());
+        timers.arm(late);
+        assertThat(sessions.timer(session).orElseThrow().fireAt()).isEqualTo(armed.deadlineAt());
+
+        long answered = sessions.create();
+        MessageAccepted done = sessions.accept(answered);
+        sessions.markAnswered(answered);
+        assertThat(timers.arm(done)).isFalse();
+        assertThat(sessions.timer(answered)).isEmpty();
+    }
+
+    @Test
+    void the_firer_locks_due_timers_deletes_each_once_records_the_burst_end_and_knows_the_next_due() {
+        long session = sessions.create();
+        Instant now = sessions.dbNow();
+        jdbc.sql("""
+                        INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
+                        VALUES (:id, :fire, :fire, 4, 'message', UTC_TIMESTAMP(6))
+                        """)
+                .param("id", session).param("fire", dev.settle.schema.DbTime.utc(now.minusMillis(5))).update();
+        KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),
+                ProducerConfig.MAX_BLOCK_MS_CONFIG, 5000), new StringSerializer(), new StringSerializer()));
+        try {
+            TimerFirer firer = new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS,
+                    new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+            assertThat(firer.untilNextDue()).isEqualTo(Duration.ZERO);
+            long due = jdbc.sql("SELECT COUNT(*) FROM debounce_timer WHERE fire_at <= UTC_TIMESTAMP(6)")
+                    .query(Long.class).single();
+            assertThat(firer.fireDue()).isEqualTo((int) due);
+            assertThat(firer.fireDue()).isZero();
+            assertThat(sessions.timer(session)).isEmpty();
+            assertThat(jdbc.sql("SELECT end_version FROM session_burst WHERE session_id = :id").param("id", session)
+                    .query(Long.class).list()).containsExactly(4L);
+            assertThat(firer.untilNextDue()).isPositive();
+        } finally {
+            kafka.destroy();
+        }
+    }
+
+    @Test
+    void the_sweeper_arms_a_due_timer_for_a_stranded_session_once_and_never_over_an_armed_one() {
+        StrandedSessionSweeper sweeper = new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1),
+                Duration.ofSeconds(5)));
+        Instant old = sessions.dbNow().minusSeconds(60);
+        long stranded = sessions.insert(3, 1, 0, old, old, null, null);
+        long armed = sessions.insert(2, 0, 0, old, old, null, null);
+        new DebounceTimers(jdbc, SETTINGS).arm(new MessageAccepted(armed, 2, old, old));
+        Sessions.Timer before = sessions.timer(armed).orElseThrow();
+
+        assertThat(sweeper.sweep()).isEqualTo(1);
+        assertThat(sessions.timer(stranded).orElseThrow().armedBy()).isEqualTo("sweeper");
+        assertThat(sessions.timer(stranded).orElseThrow().armedVersion()).isEqualTo(3);
+        assertThat(sessions.timer(armed).orElseThrow()).isEqualTo(before);
+        assertThat(sweeper.sweep()).isZero();
+    }
+}
