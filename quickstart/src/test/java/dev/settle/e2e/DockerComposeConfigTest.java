@@ -51,6 +51,7 @@ class DockerComposeConfigTest {
     /** A value for each host variable the file reads, distinct from every default, so that a default cannot pass for it. */
     static final Map<String, String> PROBES = Map.ofEntries(
             entry("SERVER_PORT", "18123"),
+            entry("SETTLE_MANAGEMENT_PORT", "19123"),
             entry("SETTLE_API_KEY", "probe-api-key"),
             entry("SETTLE_WEBHOOK_URL", "https://hooks.probe.invalid/settle"),
             entry("SETTLE_WEBHOOK_SECRET", "whsec_cHJvYmUtc2VjcmV0LXByb2JlLXNlY3JldC1wcm9iZQ=="),
@@ -70,6 +71,7 @@ class DockerComposeConfigTest {
     static final Map<String, Map<String, Check>> BINDS = Map.of(
             "ingest-api", withSpring(Map.of(
                     "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
+                    "SETTLE_MANAGEMENT_PORT", new Check(b -> b.bind("settle.management.port", Integer.class).get(), Integer::valueOf),
                     "SETTLE_API_KEY", new Check(b -> b.bind("settle", IngestSettings.class).get().apiKey(), s -> s))),
             "debounce-worker", withSpring(Map.of(
                     "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
