@@ -47,8 +47,9 @@ public class SessionLease {
      * A renewal never waits for a row lock: it first locks, per 500 leases, the rows that are still ours, live and
      * not locked by anyone right now ({@code SKIP LOCKED}), then renews exactly those ({@link #RENEW_ALL}, on rows
      * it already holds), in one short transaction. A row held for a moment (a POST bumping the version, a turn
-     * committing) cannot delay the renewal of the others; it is renewed alone afterwards ({@link #HEARTBEAT}, on the
-     * heartbeat pool's short lock wait timeout). Expired leases are not revived: their holders are dead.
+     * committing) cannot delay the renewal of the others; such rows are renewed afterwards in one statement
+     * ({@link #RENEW_ALL}) on the heartbeat pool's short lock wait timeout, and one by one ({@link #HEARTBEAT}) if
+     * that times out or finds a lease gone. Expired leases are not revived: their holders are dead.
      */
     static final String LOCK_FOR_RENEWAL = """
             SELECT id, lease_token FROM chat_session
@@ -128,10 +129,25 @@ public class SessionLease {
             java.util.List<Lease> part = held.subList(from, Math.min(held.size(), from + 500));
             java.util.Set<String> renewed = renewUnlocked(via, part);
             live.addAll(renewed);
-            for (Lease lease : part) {
-                if (renewed.contains(lease.token())) {
+            java.util.List<Lease> rest = part.stream().filter(l -> !renewed.contains(l.token())).toList();
+            if (rest.isEmpty()) {
+                continue;
+            }
+            // the rows held a moment ago, usually free again: one statement on the pool's short lock wait
+            String marks = String.join(",", java.util.Collections.nCopies(rest.size(), "?"));
+            java.util.List<Object> args = new java.util.ArrayList<>();
+            args.add(micros(ttl));
+            rest.forEach(l -> args.add(l.sessionId()));
+            rest.forEach(l -> args.add(l.token()));
+            try {
+                if (via.update(RENEW_ALL.formatted(marks, marks), args.toArray()) == rest.size()) {
+                    rest.forEach(l -> live.add(l.token()));
                     continue;
                 }
+            } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
+                // a row still held past the lock wait: settle each alone below
+            }
+            for (Lease lease : rest) {
                 try {
                     int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
                     expectAtMostOne(rows, "heartbeat");
