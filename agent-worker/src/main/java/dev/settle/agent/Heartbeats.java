@@ -22,16 +22,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Keeps every lease this worker holds alive while its turn runs.
  *
  * <ol>
- *   <li>Every TTL / 3, one statement per 500 leases renews them all ({@link SessionLease#renewAll}), on a
+ *   <li>Every TTL / 3, one short transaction per 500 leases renews them all ({@link SessionLease#renewAll}), on a
  *       connection pool of its own: thousands of turns waiting for database connections cannot delay a
  *       renewal past the TTL (the benchmark found exactly that starvation with one shared pool).</li>
+ *   <li>A renewal never queues behind a row lock: rows locked by others are skipped and renewed one by one
+ *       afterwards, each waiting at most {@link #LOCK_WAIT_SECONDS} (the pool's session lock wait timeout), so one
+ *       held row delays no other lease.</li>
  *   <li>A lease that was not renewed is lost: its turn is told (and its thread interrupted); from then on
- *       the holder writes nothing.</li>
+ *       the holder writes nothing. Once its beat is closed, a turn is never interrupted by it: the turn's
+ *       release and re-arm run after the close.</li>
  * </ol>
  */
 @Component
 public class Heartbeats implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(Heartbeats.class);
+    /** How long a renewal waits for one row another transaction holds (the smallest lock wait MySQL allows). */
+    static final int LOCK_WAIT_SECONDS = 1;
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("lease-heartbeat").daemon().factory());
     private final Map<String, Beat> beats = new ConcurrentHashMap<>();
@@ -48,6 +54,7 @@ public class Heartbeats implements DisposableBean {
         // one renewal statement locks many session rows: under REPEATABLE READ a scan would also keep the rows
         // it only looked at, and the gaps between them, locked until the end of the statement
         this.pool.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+        this.pool.setConnectionInitSql("SET SESSION innodb_lock_wait_timeout = " + LOCK_WAIT_SECONDS);
         this.jdbc = new JdbcTemplate(pool);
         long ms = Math.max(10, settings.lease().heartbeat().toMillis());
         scheduler.scheduleWithFixedDelay(this::renew, ms, ms, TimeUnit.MILLISECONDS);
@@ -58,6 +65,8 @@ public class Heartbeats implements DisposableBean {
         private final AtomicBoolean alive = new AtomicBoolean(true);
         private final SessionLease.Lease lease;
         private final Thread worker;
+        /** Guarded by this beat: set by {@link #close()}; after it, {@link #lost()} interrupts nothing. */
+        private boolean closed;
 
         private Beat(SessionLease.Lease lease, Thread worker) {
             this.lease = lease;
@@ -69,14 +78,25 @@ public class Heartbeats implements DisposableBean {
         }
 
         void lost() {
-            if (alive.compareAndSet(true, false)) {
-                log.warn("session {}: lease epoch {} lost; stopping the turn", lease.sessionId(), lease.epoch());
-                worker.interrupt();
+            if (!alive.compareAndSet(true, false)) {
+                return;
+            }
+            log.warn("session {}: lease epoch {} lost; stopping the turn", lease.sessionId(), lease.epoch());
+            synchronized (this) {
+                // the turn may have finished since the renewal: its thread now releases and re-arms, or runs
+                // another turn; an interrupt there would break that, not stop this turn
+                if (!closed) {
+                    worker.interrupt();
+                }
             }
         }
 
+        /** After this returns, this beat never interrupts the turn's thread. */
         @Override
         public void close() {
+            synchronized (this) {
+                closed = true;
+            }
             beats.remove(lease.token());
         }
     }
@@ -87,8 +107,8 @@ public class Heartbeats implements DisposableBean {
         return beat;
     }
 
-    /** One round: renew every held lease, tell the turns whose lease is gone. */
-    void renew() {
+    /** One round: renew every held lease, tell the turns whose lease is gone. Rounds never overlap. */
+    synchronized void renew() {
         List<Beat> held = new ArrayList<>(beats.values());
         if (held.isEmpty()) {
             return;

@@ -12,7 +12,9 @@ import java.util.concurrent.Executors;
  * Takeover after a crash without waiting for Kafka: a holder that died mid-turn leaves a lease that expires
  * on the DB clock, and the SessionReady events of its session may sit in a partition still assigned to the
  * dead consumer until the group notices. Every half TTL each agent worker looks for sessions with an
- * expired lease and unanswered messages, and runs them (the CAS claim makes concurrent scanners safe).
+ * expired lease and unanswered messages, and runs them (the CAS claim makes concurrent scanners safe). Each such
+ * turn takes a slot of {@code settle.agent.max-in-flight} ({@link TurnSlots}) or is not started: with every slot
+ * taken, the orphans wait for a later scan (or for their SessionReady).
  */
 @Component
 public class OrphanedLeaseScanner extends PeriodicTask {
@@ -27,13 +29,15 @@ public class OrphanedLeaseScanner extends PeriodicTask {
 
     private final JdbcTemplate jdbc;
     private final TurnRunner runner;
+    private final TurnSlots slots;
     private final ExecutorService turns = Executors.newVirtualThreadPerTaskExecutor();
     private final boolean enabled;
 
-    public OrphanedLeaseScanner(JdbcTemplate jdbc, TurnRunner runner, AgentSettings settings) {
+    public OrphanedLeaseScanner(JdbcTemplate jdbc, TurnRunner runner, TurnSlots slots, AgentSettings settings) {
         super("orphaned-lease-scanner", settings.lease().ttl().dividedBy(2));
         this.jdbc = jdbc;
         this.runner = runner;
+        this.slots = slots;
         this.enabled = settings.agent().orphanScan();
     }
 
@@ -45,8 +49,18 @@ public class OrphanedLeaseScanner extends PeriodicTask {
     @Override
     protected void tick() {
         for (long id : jdbc.queryForList(ORPHANS, Long.class)) {
+            if (!slots.tryAcquire()) {
+                log.info("every turn slot taken; orphaned sessions wait for a later scan");
+                return;
+            }
             log.info("session {}: lease expired with messages unanswered; taking over", id);
-            turns.execute(() -> runner.run(id)); // TurnRunner counts the takeover
+            turns.execute(() -> {
+                try {
+                    runner.run(id); // TurnRunner counts the takeover
+                } finally {
+                    slots.release();
+                }
+            });
         }
     }
 

@@ -51,16 +51,21 @@ public class SessionLease {
              WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     /**
-     * Renews every lease a worker holds in one statement per 500 ({@code id} finds the rows; a token matches
-     * only its own claim). Expired leases are not revived: their holders are dead.
+     * A renewal never waits for a row lock: it first locks, per 500 leases, the rows that are still ours, live and
+     * not locked by anyone right now ({@code SKIP LOCKED}), then renews exactly those ({@link #RENEW_ALL}, on rows
+     * it already holds), in one short transaction. A row held for a moment (a POST bumping the version, a turn
+     * committing) cannot delay the renewal of the others; such rows are renewed afterwards in one statement
+     * ({@link #RENEW_ALL}) on the heartbeat pool's short lock wait timeout, and one by one ({@link #HEARTBEAT}) if
+     * that times out or finds a lease gone. Expired leases are not revived: their holders are dead.
      */
+    static final String LOCK_FOR_RENEWAL = """
+            SELECT id, lease_token FROM chat_session
+             WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)
+               FOR UPDATE SKIP LOCKED""";
+
     static final String RENEW_ALL = """
             UPDATE chat_session
                SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
-             WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)""";
-
-    static final String LIVE = """
-            SELECT lease_token FROM chat_session
              WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)""";
 
     /**
@@ -128,27 +133,98 @@ public class SessionLease {
 
     /**
      * Renews {@code held} through {@code via} (the heartbeat's own connection pool, so turns queueing for
-     * connections cannot starve the renewals) and returns the tokens that are still live.
+     * connections cannot starve the renewals) and returns the tokens that are still live. A lease whose row stayed
+     * locked past the lock wait timeout of {@code via} counts as live this round (its lease is not known to be lost;
+     * the next round tries again).
      */
     public java.util.Set<String> renewAll(JdbcTemplate via, java.util.List<Lease> held) {
         java.util.Set<String> live = new java.util.HashSet<>();
         for (int from = 0; from < held.size(); from += 500) {
             java.util.List<Lease> part = held.subList(from, Math.min(held.size(), from + 500));
-            String marks = String.join(",", java.util.Collections.nCopies(part.size(), "?"));
+            java.util.Set<String> renewed = renewUnlocked(via, part);
+            live.addAll(renewed);
+            java.util.List<Lease> rest = part.stream().filter(l -> !renewed.contains(l.token())).toList();
+            if (rest.isEmpty()) {
+                continue;
+            }
+            // the rows held a moment ago, usually free again: one statement on the pool's short lock wait
+            String marks = String.join(",", java.util.Collections.nCopies(rest.size(), "?"));
             java.util.List<Object> args = new java.util.ArrayList<>();
-            part.forEach(l -> args.add(l.sessionId()));
-            part.forEach(l -> args.add(l.token()));
-            java.util.List<Object> renewArgs = new java.util.ArrayList<>();
-            renewArgs.add(micros(ttl));
-            renewArgs.addAll(args);
-            int rows = via.update(RENEW_ALL.formatted(marks, marks), renewArgs.toArray());
-            if (rows == part.size()) {
-                part.forEach(l -> live.add(l.token()));
-            } else {
-                live.addAll(via.queryForList(LIVE.formatted(marks, marks), String.class, args.toArray()));
+            args.add(micros(ttl));
+            rest.forEach(l -> args.add(l.sessionId()));
+            rest.forEach(l -> args.add(l.token()));
+            try {
+                if (via.update(RENEW_ALL.formatted(marks, marks), args.toArray()) == rest.size()) {
+                    rest.forEach(l -> live.add(l.token()));
+                    continue;
+                }
+            } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
+                // a row still held past the lock wait: settle each alone below
+            }
+            for (Lease lease : rest) {
+                try {
+                    int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
+                    expectAtMostOne(rows, "heartbeat");
+                    if (rows == 1) {
+                        live.add(lease.token());
+                    }
+                } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
+                    log.info("session {}: row locked past the renewal's lock wait; renewing it next round", lease.sessionId());
+                    live.add(lease.token());
+                }
             }
         }
         return live;
+    }
+
+    /** One transaction: lock the rows of {@code part} nobody else holds, renew them. @return their tokens */
+    private java.util.Set<String> renewUnlocked(JdbcTemplate via, java.util.List<Lease> part) {
+        String marks = String.join(",", java.util.Collections.nCopies(part.size(), "?"));
+        return via.execute((org.springframework.jdbc.core.ConnectionCallback<java.util.Set<String>>) c -> {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                java.util.Map<Long, String> locked = new java.util.LinkedHashMap<>();
+                try (java.sql.PreparedStatement ps = c.prepareStatement(LOCK_FOR_RENEWAL.formatted(marks, marks))) {
+                    int i = 1;
+                    for (Lease l : part) {
+                        ps.setLong(i++, l.sessionId());
+                    }
+                    for (Lease l : part) {
+                        ps.setString(i++, l.token());
+                    }
+                    try (java.sql.ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            locked.put(rs.getLong(1), rs.getString(2));
+                        }
+                    }
+                }
+                if (!locked.isEmpty()) {
+                    String lockedMarks = String.join(",", java.util.Collections.nCopies(locked.size(), "?"));
+                    try (java.sql.PreparedStatement ps = c.prepareStatement(RENEW_ALL.formatted(lockedMarks, lockedMarks))) {
+                        int i = 1;
+                        ps.setLong(i++, micros(ttl));
+                        for (Long id : locked.keySet()) {
+                            ps.setLong(i++, id);
+                        }
+                        for (String token : locked.values()) {
+                            ps.setString(i++, token);
+                        }
+                        if (ps.executeUpdate() != locked.size()) {
+                            c.commit(); // a lease expired between the two statements: each is settled alone
+                            return java.util.Set.<String>of();
+                        }
+                    }
+                }
+                c.commit();
+                return new java.util.HashSet<>(locked.values());
+            } catch (java.sql.SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        });
     }
 
     public void release(Lease lease) {

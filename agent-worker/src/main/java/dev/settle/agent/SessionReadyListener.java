@@ -11,23 +11,23 @@ import org.springframework.stereotype.Component;
 
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Semaphore;
 
 /**
  * Turns {@code SessionReady} events into turns, each on its own virtual thread so that thousands of slow
- * model calls can be in flight at once; at most {@code settle.agent.max-in-flight} at a time (the listener
- * waits for a slot, which is back-pressure on the partition, not a lost event).
+ * model calls can be in flight at once; at most {@code settle.agent.max-in-flight} at a time, counted with the
+ * orphaned-lease scanner's turns ({@link TurnSlots}; the listener waits for a slot, which is back-pressure on the
+ * partition, not a lost event).
  */
 @Component
 public class SessionReadyListener implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(SessionReadyListener.class);
     private final TurnRunner runner;
-    private final Semaphore slots;
+    private final TurnSlots slots;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
 
-    public SessionReadyListener(TurnRunner runner, AgentSettings settings) {
+    public SessionReadyListener(TurnRunner runner, TurnSlots slots) {
         this.runner = runner;
-        this.slots = new Semaphore(settings.agent().maxInFlight());
+        this.slots = slots;
     }
 
     @KafkaListener(topics = Topics.SESSION_READY)

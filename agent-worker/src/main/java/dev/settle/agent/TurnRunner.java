@@ -92,10 +92,14 @@ public class TurnRunner {
             log.info("session {}: lease lost mid-turn, nothing more written", sessionId);
         } finally {
             interrupts.forget(sessionId);
-            Thread.interrupted(); // a late heartbeat interrupt must not leak into the release
+            // the beat is closed (try-with-resources closes it first), so no heartbeat interrupt arrives after this
+            Thread.interrupted();
             try {
-                leases.release(lease);
-                waker.rearmIfPending(sessionId);
+                try {
+                    leases.release(lease);
+                } finally {
+                    waker.rearmIfPending(sessionId);
+                }
             } finally {
                 inFlight.decrementAndGet();
                 MDC.remove("sessionId");

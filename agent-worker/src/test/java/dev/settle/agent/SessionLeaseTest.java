@@ -144,6 +144,46 @@ class SessionLeaseTest {
     }
 
     @Test
+    void a_row_locked_by_another_transaction_delays_the_renewal_of_no_other_lease() throws Exception {
+        Heartbeats heartbeats = agent.bean(Heartbeats.class);
+        List<SessionLease.Lease> held = new ArrayList<>();
+        List<Heartbeats.Beat> beats = new ArrayList<>();
+        try {
+            for (int i = 0; i < 50; i++) {
+                held.add(leases.claim(agent.sessionWithMessages(1)));
+            }
+            String ids = String.join(",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+            // long leases, so that a renewal (to the 1 s TTL) is seen, and a loaded machine loses none meanwhile
+            agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN (" + ids + ")");
+            held.forEach(lease -> beats.add(heartbeats.start(lease)));
+            SessionLease.Lease busy = held.get(20);
+            try (java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection()) {
+                blocker.setAutoCommit(false);
+                try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                    st.setLong(1, busy.sessionId());
+                    st.executeQuery().close();
+                }
+                try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
+                    // the held row waits at most the heartbeat pool's lock wait (1 s); a renewal queued on it, 50 s
+                    pool.submit(heartbeats::renew).get(10, java.util.concurrent.TimeUnit.SECONDS);
+                }
+                assertEquals(49, agent.count("""
+                        SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
+                           AND lease_expires_at < UTC_TIMESTAMP(6) + INTERVAL 30 SECOND""".formatted(ids)),
+                        "every other lease renewed (to the 1 s TTL)");
+                assertTrue(beats.get(20).alive(), "a lease whose row was held is not lost for it");
+                blocker.rollback();
+            }
+        } finally {
+            Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
+            for (int i = 0; i < held.size(); i++) {
+                beats.get(i).close();
+                leases.release(held.get(i));
+            }
+        }
+    }
+
+    @Test
     void a_newer_message_supersedes_the_reply_and_nothing_is_written() {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);

@@ -30,7 +30,8 @@ class TakeoverTest {
 
     @BeforeAll
     static void start() {
-        settle = new SettleSystem("takeover", false);
+        // the reaper must not fail the victim's call before the survivor (slow to start on a loaded machine) takes it
+        settle = new SettleSystem("takeover", false, Map.of("settle.agent.tool-timeout", "60s"));
     }
 
     @AfterAll
@@ -146,18 +147,18 @@ class TakeoverTest {
             await("the victim's ledger INSERT waits", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
                     "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
                     Integer.class) == 1);
-            // 2. lock the execution's row (EXECUTING, committed before the tool transaction began), then let the
-            //    INSERT through: the victim's next statement, COMPLETED, waits behind this lock
+            // 2. lock the session's row, then let the INSERT through: the victim's next statement, the fence before
+            //    its commit (its live lease, the session row locked), waits behind this lock
             long execution = settle.jdbc.queryForObject("""
                     SELECT t.id FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
                      WHERE s.external_id = ? AND t.status = 'EXECUTING'""", Long.class, s);
             rowBlocker.setAutoCommit(false);
             try (Statement st = rowBlocker.createStatement()) {
-                st.executeQuery("SELECT id FROM tool_execution WHERE id = " + execution + " FOR UPDATE").close();
+                st.executeQuery("SELECT id FROM chat_session WHERE id = " + settle.sessionPk(s) + " FOR UPDATE").close();
             }
             ledgerBlocker.rollback();
-            await("the victim's COMPLETED waits after its INSERT", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SET t.status = ''COMPLETED''%'",
+            await("the victim's fence waits after its INSERT", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id FROM chat_session%lease_token%FOR UPDATE'",
                     Integer.class) == 1);
             dirty.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);
             try (Statement st = dirty.createStatement();

@@ -2,6 +2,7 @@ package dev.settle.agent.tools;
 
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.exception.ToolArgumentsException;
+import dev.settle.agent.AgentSettings;
 import dev.settle.agent.LeaseLostException;
 import dev.settle.agent.SessionLease;
 import dev.settle.schema.SessionEvents;
@@ -32,13 +33,19 @@ import java.util.Map;
  *       computes the same keys; a user who really asks twice in one turn gets ordinals 1 and 2.</li>
  *   <li>Insert the call as PENDING (unique index on the key); if the key exists, re-read it: COMPLETED, or
  *       FAILED for a reason that will not change (bad arguments) → return the recorded result, run nothing.</li>
- *   <li>Take it to EXECUTING with a guarded UPDATE under the live lease (this also takes over the call of a
- *       holder that died before its commit: its effect never committed).</li>
- *   <li>One transaction: lock the session row under our live lease ({@code FOR UPDATE}: no takeover can
- *       interleave), run the tool (its JDBC writes join the transaction), mark COMPLETED guarded by our token
- *       <em>and</em> our lease still being live (a holder paused inside the tool past its TTL is dead even if
- *       nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
- *       effect.</li>
+ *   <li>Take it to EXECUTING with a guarded UPDATE under the live lease, committed at once (a client sees the
+ *       running step). This also takes over the call of a holder that died before its commit: its effect never
+ *       committed. If another attempt's tool transaction still holds the row (a holder that lost its lease while
+ *       its tool runs), wait for it to end without blocking on the lock: it can only roll back, because its fence
+ *       will fail (below); then take the call over.</li>
+ *   <li>One transaction: lock our execution row (it serialises attempts at one key), run the tool (its JDBC
+ *       writes join the transaction), then the fence: lock the session row under our live lease
+ *       ({@code FOR UPDATE}: from here to the commit no takeover can interleave), mark COMPLETED guarded by our
+ *       token <em>and</em> our lease still being live (a holder paused inside the tool past its TTL is dead even
+ *       if nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
+ *       effect. While the tool runs, no lock that a lease renewal or a POST needs is held: however slow the
+ *       tool, its own heartbeat and those of every other session of the worker go on, and messages are
+ *       accepted at once.</li>
  *   <li>The tool refused its arguments → FAILED (not retryable) with an error the model can read; nothing was
  *       written. So does a call that cannot even be recorded as asked: no tool name, or arguments larger than
  *       {@link #MAX_ARGUMENT_BYTES} (recorded as a short placeholder).</li>
@@ -52,15 +59,20 @@ public class ExactlyOnceToolExecutor {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     /** {@code tool_execution.arguments_json} is a TEXT column: 65,535 bytes. */
     static final int MAX_ARGUMENT_BYTES = 65_535;
+    /** How often a turn looks whether an earlier attempt's tool transaction has ended. */
+    static final java.time.Duration IN_FLIGHT_POLL = java.time.Duration.ofMillis(100);
 
     private final ToolCatalog catalog;
     private final ToolExecutions executions;
     private final TransactionTemplate tx;
     private final JdbcTemplate jdbc;
     private final SessionLease leases;
+    /** How long a turn waits for an earlier attempt in flight: the tool timeout (default 2 × lease TTL). */
+    private final java.time.Duration inFlightWait;
 
     public ExactlyOnceToolExecutor(ToolCatalog catalog, ToolExecutions executions, PlatformTransactionManager txManager,
-                                   JdbcTemplate jdbc, SessionLease leases) {
+                                   JdbcTemplate jdbc, SessionLease leases, AgentSettings settings) {
+        this.inFlightWait = ToolReaper.timeout(settings);
         this.jdbc = jdbc;
         this.leases = leases;
         this.catalog = catalog;
@@ -113,7 +125,14 @@ public class ExactlyOnceToolExecutor {
                         row.status(), spanFrom);
                 return row.result();
             }
-            if (!executions.start(row.id(), turnId, lease.token())) {
+            ToolExecutions.Start start = startWhenFree(row.id());
+            if (start == ToolExecutions.Start.IN_FLIGHT) {
+                log.warn("tool execution {}: an earlier attempt still holds it after {}; not applied by this turn",
+                        row.id(), inFlightWait);
+                return JSON.writeValueAsString(Map.of("error",
+                        "an earlier attempt at this call is still running; this turn did not apply it"));
+            }
+            if (start == ToolExecutions.Start.REFUSED) {
                 ToolExecutions.Execution now = executions.byId(row.id());
                 if (now.done()) {
                     return now.result();
@@ -138,16 +157,40 @@ public class ExactlyOnceToolExecutor {
             return sideEffect ? runFenced(tool, request, row.id()) : runDirect(tool, request, row.id());
         }
 
+        /**
+         * Takes the call over; while an earlier attempt's transaction holds it, polls (never a blocking lock wait)
+         * for at most {@link #inFlightWait}.
+         */
+        private ToolExecutions.Start startWhenFree(long executionId) {
+            long deadline = System.nanoTime() + inFlightWait.toNanos();
+            while (true) {
+                ToolExecutions.Start start = executions.tryStart(executionId, turnId, lease.token());
+                if (start != ToolExecutions.Start.IN_FLIGHT || System.nanoTime() - deadline > 0) {
+                    return start;
+                }
+                try {
+                    Thread.sleep(IN_FLIGHT_POLL);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new LeaseLostException(); // the heartbeat stops a turn whose lease is gone
+                }
+            }
+        }
+
         private String runFenced(ToolCatalog.Entry tool, ToolExecutionRequest request, long executionId) {
             RuntimeException error;
             try {
                 return tx.execute(status -> {
-                    // the session row stays locked until commit, so no takeover can interleave
-                    if (!leases.lockHeld(lease)) {
+                    // only our execution row is locked while the tool runs
+                    if (!executions.lockOwn(executionId, lease.token())) {
                         throw new LeaseLostException();
                     }
                     String result = invoke(tool, request, executionId);
-                    // token and expiry again: the lock kept others out, not the clock
+                    // the fence, at the commit: our lease is live and its row is ours until the commit, so no
+                    // takeover can interleave (the session row first: SessionLease#LOCK_HELD's lock order)
+                    if (!leases.lockHeld(lease)) {
+                        throw new LeaseLostException(); // rolls the side effect back
+                    }
                     if (!executions.complete(executionId, result, lease.token())) {
                         throw new LeaseLostException(); // rolls the side effect back
                     }

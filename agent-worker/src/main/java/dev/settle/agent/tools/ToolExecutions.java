@@ -8,7 +8,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -18,8 +21,8 @@ import java.util.function.Supplier;
 
 /**
  * The tool_execution rows and their guarded transitions: {@code PENDING → EXECUTING → COMPLETED | FAILED}.
- * Every transition joins chat_session and requires the caller's lease token to be the live lease, so a
- * holder that lost its lease cannot move an execution.
+ * Every transition of a holder joins chat_session and requires the caller's lease token to be the live lease,
+ * so a holder that lost its lease cannot move an execution; the reaper moves only what no live lease owns.
  */
 @Component
 public class ToolExecutions {
@@ -31,6 +34,20 @@ public class ToolExecutions {
 
     static final String BY_KEY = "SELECT * FROM tool_execution WHERE idem_key = ?";
     static final String BY_ID = "SELECT * FROM tool_execution WHERE id = ?";
+
+    /**
+     * The execution row if no other transaction holds it. A side-effecting call's row is held by its tool
+     * transaction from before the tool runs until its commit or rollback; a row held now is an attempt in flight.
+     */
+    static final String LOCK_IF_FREE = "SELECT id FROM tool_execution WHERE id = ? FOR UPDATE SKIP LOCKED";
+
+    /**
+     * First statement of a tool transaction: our own EXECUTING row, held until the commit. Two attempts at one key
+     * are serialised by this row; nothing a renewal or a POST needs is locked while the tool runs (the session row
+     * is locked only at the end, by the fence before the commit).
+     */
+    static final String LOCK_OWN = """
+            SELECT id FROM tool_execution WHERE id = ? AND status = 'EXECUTING' AND lease_token = ? FOR UPDATE""";
 
     /** Take a call over: ours now (a dead holder's EXECUTING, a reaped retryable FAILED, a PENDING). */
     static final String START = """
@@ -57,13 +74,30 @@ public class ToolExecutions {
              WHERE t.id = ? AND t.status IN ('PENDING', 'EXECUTING') AND t.lease_token = ?
                AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
 
+    /**
+     * Executions stuck past the timeout that no live lease owns (plain read, no locks): their holder is gone, or
+     * lost its lease and can commit nothing. A slow call under its live holder is not stuck. A token that is not
+     * live never becomes live again, so what this finds stays unowned.
+     */
+    static final String STUCK = """
+            SELECT t.id, t.lease_token FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
+             WHERE t.status IN ('PENDING', 'EXECUTING')
+               AND COALESCE(t.started_at, t.created_at) < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+               AND (s.lease_token IS NULL OR s.lease_token <> t.lease_token OR s.lease_expires_at < UTC_TIMESTAMP(6))
+             ORDER BY t.id
+             LIMIT 500""";
+
+    /** The stuck row, unless a transaction still holds it (a fenced-out attempt in flight: it will roll back). */
+    static final String LOCK_STUCK = """
+            SELECT id FROM tool_execution
+             WHERE id = ? AND lease_token = ? AND status IN ('PENDING', 'EXECUTING') FOR UPDATE SKIP LOCKED""";
+
     /** A stuck execution never ran to its commit (effect and COMPLETED commit together): safe to retry later. */
     static final String REAP = """
             UPDATE tool_execution
                SET status = 'FAILED', retryable = TRUE, ended_at = UTC_TIMESTAMP(6),
                    result = '{"error":"the tool call did not finish in time and was not applied; it may be retried"}'
-             WHERE status IN ('PENDING', 'EXECUTING')
-               AND COALESCE(started_at, created_at) < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""";
+             WHERE id = ? AND lease_token = ? AND status IN ('PENDING', 'EXECUTING')""";
 
     static final String PAIRS = """
             SELECT * FROM tool_execution
@@ -89,9 +123,22 @@ public class ToolExecutions {
     static final int ATTEMPTS = 3;
 
     private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
 
-    public ToolExecutions(JdbcTemplate jdbc) {
+    public ToolExecutions(JdbcTemplate jdbc, PlatformTransactionManager txManager) {
         this.jdbc = jdbc;
+        this.tx = new TransactionTemplate(txManager);
+        this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
+    }
+
+    /** What {@link #tryStart} found. */
+    public enum Start {
+        /** The call is ours now, EXECUTING under our token. */
+        STARTED,
+        /** Lease lost, or the call is done (re-read it). */
+        REFUSED,
+        /** Another attempt's tool transaction holds the row: its outcome is not known yet. */
+        IN_FLIGHT
     }
 
     /**
@@ -159,8 +206,27 @@ public class ToolExecutions {
         return jdbc.queryForObject(BY_ID, ROW, id);
     }
 
+    /** @return true when the call is ours now ({@link Start#STARTED}) */
     public boolean start(long id, long turnId, String leaseToken) {
-        return statement("start", () -> jdbc.update(START, leaseToken, turnId, id, leaseToken)) == 1;
+        return tryStart(id, turnId, leaseToken) == Start.STARTED;
+    }
+
+    /**
+     * Takes the call to EXECUTING in a short transaction of its own that never waits for an attempt in flight:
+     * the row is locked with {@code SKIP LOCKED} first, then moved ({@link #START}).
+     */
+    public Start tryStart(long id, long turnId, String leaseToken) {
+        return statement("start", () -> tx.execute(status -> {
+            if (jdbc.queryForList(LOCK_IF_FREE, Long.class, id).isEmpty()) {
+                return Start.IN_FLIGHT;
+            }
+            return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1 ? Start.STARTED : Start.REFUSED;
+        }));
+    }
+
+    /** Inside the tool transaction: @return false when the call is no longer ours ({@link #LOCK_OWN}) */
+    public boolean lockOwn(long id, String leaseToken) {
+        return !jdbc.queryForList(LOCK_OWN, Long.class, id, leaseToken).isEmpty();
     }
 
     public boolean complete(long id, String result, String leaseToken) {
@@ -171,8 +237,17 @@ public class ToolExecutions {
         return statement("fail", () -> jdbc.update(FAIL, retryable, result, id, leaseToken, leaseToken)) == 1;
     }
 
+    /** @return how many stuck executions no live lease owns were marked FAILED (retryable) */
     public int reap(long olderThanMicros) {
-        return jdbc.update(REAP, olderThanMicros);
+        int reaped = 0;
+        for (var stuck : jdbc.queryForList(STUCK, olderThanMicros)) {
+            long id = ((Number) stuck.get("id")).longValue();
+            String token = (String) stuck.get("lease_token");
+            Integer rows = statement("reap", () -> tx.execute(status ->
+                    jdbc.queryForList(LOCK_STUCK, Long.class, id, token).isEmpty() ? 0 : jdbc.update(REAP, id, token)));
+            reaped += rows == null ? 0 : rows;
+        }
+        return reaped;
     }
 
     public List<Execution> completedPairs(long sessionId, long fromSpan) {

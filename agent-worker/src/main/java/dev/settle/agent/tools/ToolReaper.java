@@ -9,9 +9,11 @@ import org.springframework.stereotype.Component;
 import java.time.Duration;
 
 /**
- * Executions stuck in PENDING or EXECUTING past a timeout (default 2 × lease TTL) become FAILED with a clear
- * result: the client sees it, the model never sees a dangling call. The side effect and COMPLETED commit in
- * one transaction, so a stuck execution was never applied and is marked retryable.
+ * Executions stuck in PENDING or EXECUTING past a timeout (default 2 × lease TTL) that no live lease owns
+ * become FAILED with a clear result: the client sees it, the model never sees a dangling call. The side effect
+ * and COMPLETED commit in one transaction, so a stuck execution was never applied and is marked retryable. A
+ * slow call whose holder's lease is live is left alone (it may still complete), and so is a row an attempt's
+ * transaction still holds (it can only roll back; the reaper takes the row on a later round).
  */
 @Component
 public class ToolReaper extends PeriodicTask {
@@ -25,7 +27,7 @@ public class ToolReaper extends PeriodicTask {
         this.timeout = timeout(settings);
     }
 
-    private static Duration timeout(AgentSettings settings) {
+    static Duration timeout(AgentSettings settings) {
         return settings.agent().toolTimeout() != null ? settings.agent().toolTimeout()
                 : settings.lease().ttl().multipliedBy(2);
     }

@@ -265,7 +265,8 @@ class ToolFencingTest {
                 ExactlyOnceToolExecutor.key(session, 1, "create_transaction\n" + CanonicalJson.of(args), 1),
                 "call_1", "create_transaction", args, 1, true, lease.token()));
         assertTrue(executions.start(row.id(), turnId, lease.token()));
-        agent.jdbc.update("UPDATE tool_execution SET started_at = UTC_TIMESTAMP(6) - INTERVAL 2 HOUR WHERE id = ?", row.id());
+        // started long ago by a holder that is gone: no live lease owns it
+        agent.jdbc.update("UPDATE tool_execution SET started_at = UTC_TIMESTAMP(6) - INTERVAL 2 HOUR, lease_token = 'dead-holder' WHERE id = ?", row.id());
         assertEquals(1, reaper.reap());
         ToolExecutions.Execution reaped = executions.byId(row.id());
         assertEquals("FAILED", reaped.status());
@@ -279,6 +280,58 @@ class ToolFencingTest {
         assertEquals(1, ledgerRows(session));
         assertEquals("COMPLETED", executions.byId(row.id()).status());
         leases.release(lease);
+    }
+
+    @Test
+    void the_reaper_leaves_slow_calls_of_a_live_holder_alone_and_they_complete() throws Exception {
+        for (String tool : List.of("pausing_lookup", "pausing_booking")) {
+            long session = agent.sessionWithMessages(1);
+            SessionLease.Lease lease = leases.claim(session);
+            agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", session);
+            long turnId = turns.begin(lease, 1, 1);
+            ExactlyOnceToolExecutor.TurnTools tools = executor.forTurn(lease, turnId, 1);
+            pausing.arm();
+            CompletableFuture<String> slow = CompletableFuture.supplyAsync(() -> tools.execute(call(tool, "{\"amount\":5}")));
+            assertTrue(pausing.awaitPaused());
+            // a reaper whose timeout this call has run past, under a live lease
+            agent.bean(ToolExecutions.class).reap(1);
+            assertEquals(List.of("EXECUTING"), statuses(session), tool);
+            pausing.resume();
+            assertEquals(tool.equals("pausing_lookup") ? "looked up" : "booked 5", slow.get(30, TimeUnit.SECONDS), tool);
+            assertEquals(List.of("COMPLETED"), statuses(session), tool);
+            assertEquals(tool.equals("pausing_lookup") ? 0 : 1, ledgerRows(session), tool);
+            leases.release(lease);
+        }
+    }
+
+    @Test
+    void a_successor_waits_for_an_attempt_still_in_its_tool_transaction_and_then_books_once() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease old = leases.claim(session);
+        long oldTurn = turns.begin(old, 1, 1);
+        ExactlyOnceToolExecutor.TurnTools oldTools = executor.forTurn(old, oldTurn, 1);
+        pausing.arm();
+        CompletableFuture<String> paused = CompletableFuture.supplyAsync(() -> oldTools.execute(call("pausing_booking", "{\"amount\":6}")));
+        assertTrue(pausing.awaitPaused());
+        // the holder's lease runs out while its tool runs (the session row is not locked by the tool)
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", session);
+        SessionLease.Lease successor = leases.claim(session);
+        assertNotNull(successor, "taken over while the old tool still runs");
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", session);
+        long next = turns.begin(successor, 1, 1);
+        ToolExecutions executions = agent.bean(ToolExecutions.class);
+        long execution = agent.jdbc.queryForObject("SELECT id FROM tool_execution WHERE session_id = ?", Long.class, session);
+        assertEquals(ToolExecutions.Start.IN_FLIGHT, executions.tryStart(execution, next, successor.token()),
+                "the old attempt's transaction holds the call: its outcome is not known yet");
+        CompletableFuture<String> again = CompletableFuture.supplyAsync(() ->
+                executor.forTurn(successor, next, 1).execute(call("pausing_booking", "{\"amount\":6}")));
+        pausing.resume();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> paused.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(LeaseLostException.class, e.getCause(), "the old attempt's fence failed at its commit");
+        assertEquals("booked 6", again.get(30, TimeUnit.SECONDS));
+        assertEquals(1, ledgerRows(session), "one effect");
+        assertEquals(List.of("COMPLETED"), statuses(session));
+        leases.release(successor);
     }
 
     @Test
