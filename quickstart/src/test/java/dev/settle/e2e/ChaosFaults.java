@@ -308,8 +308,15 @@ final class ChaosFaults implements AutoCloseable {
         long answered = -1;
         long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
         while (System.nanoTime() < deadline) {
-            List<Map<String, Object>> row = settle.jdbc.queryForList(
-                    "SELECT version, replied_version, failed_version FROM chat_session WHERE external_id = ?", probe);
+            List<Map<String, Object>> row;
+            try {
+                row = settle.jdbc.queryForList(
+                        "SELECT version, replied_version, failed_version FROM chat_session WHERE external_id = ?", probe);
+            } catch (org.springframework.dao.DataAccessException connectionKilled) {
+                // the connection-killing fault hit this query: ask again, so that the restart is still recorded
+                SettleSystem.sleep(Duration.ofMillis(50));
+                continue;
+            }
             if (!row.isEmpty() && ((Number) row.getFirst().get("replied_version")).longValue() >= 1) {
                 answered = millisSince(killed);
                 break;
