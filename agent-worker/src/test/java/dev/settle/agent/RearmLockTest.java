@@ -11,8 +11,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
  * Found by the chaos run's broker restart: while the broker was down, POSTs took 3–6 s to answer 202. The
@@ -23,6 +23,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
  * re-arm now reads the session without locking it, so a POST never waits for Kafka through it.
  */
 class RearmLockTest {
+    /** Transactions of this test's database waiting for a lock in a statement on debounce_timer. */
+    static final String REARM_LOCK_WAITS = """
+            SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+              JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+             WHERE p.DB = DATABASE() AND t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE '%debounce_timer%'""";
 
     @Test
     void a_rearm_queued_on_a_timer_row_does_not_hold_the_session_row_against_ingest() throws Exception {
@@ -40,8 +45,10 @@ class RearmLockTest {
                     st.executeQuery("SELECT session_id FROM debounce_timer WHERE session_id = " + session + " FOR UPDATE").close();
                 }
                 Future<?> rearm = pool.submit(() -> agent.bean(WorkWaker.class).rearmIfPending(session));
-                Thread.sleep(500);
-                assertFalse(rearm.isDone(), "the re-arm queues on the locked timer row");
+                // the re-arm's transaction is seen by the server in a lock wait on the timer row
+                await("the re-arm queues on the locked timer row").atMost(Duration.ofSeconds(30))
+                        .failFast("the re-arm finished instead of queueing on the locked timer row", rearm::isDone)
+                        .until(() -> agent.count(REARM_LOCK_WAITS) == 1);
 
                 // ingest's upsert for a new message on the session, with a short lock wait
                 try (Statement st = ingest.createStatement()) {

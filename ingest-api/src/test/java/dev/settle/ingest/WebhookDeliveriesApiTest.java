@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.stream.StreamSupport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The dead-letter list and the replay of one delivery, over HTTP on a real database. */
@@ -99,7 +98,9 @@ class WebhookDeliveriesApiTest {
         assertTrue(f.get("nextAttemptAt").isNull(), "only pending deliveries have a next attempt");
         assertEquals(500, f.get("lastStatus").asInt());
         assertEquals("exhausted: 3 attempts failed, the last with HTTP 500", f.get("lastError").asString());
-        assertNotNull(f.get("createdAt").asString());
+        assertEquals(app.jdbc.queryForObject("SELECT created_at FROM webhook_delivery WHERE id = ?",
+                        java.time.LocalDateTime.class, failed).toInstant(java.time.ZoneOffset.UTC).toString(),
+                f.get("createdAt").asString(), "the row's created_at, in UTC");
         assertTrue(f.get("deliveredAt").isNull());
         JsonNode history = f.get("history");
         assertEquals(3, history.size());
@@ -183,7 +184,9 @@ class WebhookDeliveriesApiTest {
         assertEquals(dead, body.get("id").asLong());
         assertEquals("wh_to_retry", body.get("webhookId").asString());
         assertEquals("pending", body.get("status").asString());
-        assertNotNull(body.get("replayedAt").asString());
+        assertEquals(app.jdbc.queryForObject("SELECT replayed_at FROM webhook_delivery WHERE id = ?",
+                        java.time.LocalDateTime.class, dead).toInstant(java.time.ZoneOffset.UTC).toString(),
+                body.get("replayedAt").asString(), "the replayed_at the retry stored, in UTC");
         Map<String, Object> row = app.jdbc.queryForMap("""
                 SELECT status, webhook_id, attempts, attempts_before_replay, replayed_at IS NOT NULL AS replayed,
                        next_attempt_at <= UTC_TIMESTAMP(6) AS due, claim_token FROM webhook_delivery WHERE id = ?""", dead);

@@ -19,8 +19,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
- * Injects faults at random moments while the workload runs, and counts them by kind: an agent worker (its
- * own JVM) killed with SIGKILL and replaced, or frozen past its lease TTL and resumed (it must be fenced);
+ * Injects faults at random moments while the workload runs, and counts them by kind: an agent worker killed
+ * with SIGKILL and replaced, or frozen past its lease TTL and resumed (it must be fenced), the victim drawn from
+ * every instance (each runs in a JVM of its own, see {@link AgentProcess}) that is up, provided enough of the
+ * others are up to take over (two for a kill, one for a freeze);
  * database connections killed; wake-up events redelivered and dropped (timer rows deleted); the webhook
  * receiver down, slow or answering 500; the model erroring, hanging and slow. These run one at a time on one
  * thread.
@@ -58,15 +60,23 @@ final class ChaosFaults implements AutoCloseable {
     final List<BrokerRestart> brokerRestarts = new ArrayList<>();
     /** Agent freezes: {SIGSTOP, SIGCONT} in System.nanoTime. */
     private final List<long[]> freezes = new ArrayList<>();
+    /** Per agent instance (slot): {kills, freezes} it suffered. */
+    final int[][] hits;
+    /** Every fault injected by the fault thread: what, and when (System.nanoTime), for the checker's details. */
+    record Span(String what, long from, long to) {
+    }
+
+    final List<Span> timeline = java.util.Collections.synchronizedList(new ArrayList<>());
     /** Broken promises seen by the injector itself (the history checker sees the rest). */
     final List<String> violations = new ArrayList<>();
     private final SettleSystem settle;
     private final ChaosModel model;
     private final Supplier<AgentProcess> newAgent;
+    /** The agent instances, one per slot; a killed one is replaced in its slot. */
+    private final List<AgentProcess> agents;
     private final Duration ttl;
     private final KafkaBrokerProcess broker;
     private final Random random = new Random(5);
-    private volatile AgentProcess agent;
     private volatile boolean running = true;
     private final Thread thread;
     private final Thread brokerThread;
@@ -75,12 +85,13 @@ final class ChaosFaults implements AutoCloseable {
     private final Random brokerRandom = new Random(7);
 
     /** @param broker the broker the system runs on, to restart; null to leave the broker alone */
-    ChaosFaults(SettleSystem settle, ChaosModel model, AgentProcess first, Supplier<AgentProcess> newAgent, Duration ttl,
-                KafkaBrokerProcess broker) {
+    ChaosFaults(SettleSystem settle, ChaosModel model, List<AgentProcess> agents, Supplier<AgentProcess> newAgent,
+                Duration ttl, KafkaBrokerProcess broker) {
         this.broker = broker;
         this.settle = settle;
         this.model = model;
-        this.agent = first;
+        this.agents = java.util.Collections.synchronizedList(new ArrayList<>(agents));
+        this.hits = new int[agents.size()][2];
         this.newAgent = newAgent;
         this.ttl = ttl;
         this.thread = Thread.ofPlatform().name("chaos-faults").start(this::loop);
@@ -97,8 +108,9 @@ final class ChaosFaults implements AutoCloseable {
             if (!running) {
                 return;
             }
+            long from = System.nanoTime();
             try {
-                switch (random.nextInt(9)) {
+                String what = switch (random.nextInt(9)) {
                     case 0 -> killAgent();
                     case 1 -> pauseAgent();
                     case 2 -> killConnections();
@@ -106,7 +118,13 @@ final class ChaosFaults implements AutoCloseable {
                     case 4 -> dropEvents();
                     case 5 -> receiverTrouble();
                     case 6, 7 -> modelTrouble();
-                    default -> count("none");
+                    default -> {
+                        count("none");
+                        yield null;
+                    }
+                };
+                if (what != null) {
+                    timeline.add(new Span(what, from, System.nanoTime()));
                 }
             } catch (Exception e) {
                 count("injector-error");
@@ -115,11 +133,29 @@ final class ChaosFaults implements AutoCloseable {
         }
     }
 
-    private void killAgent() throws Exception {
-        AgentProcess victim = agent;
-        if (victim == null || !victim.alive()) {
-            return;
+    /**
+     * A random agent instance that is up (alive, its application started), if at least {@code othersUp} other
+     * instances are up too; -1 otherwise.
+     */
+    private int victim(int othersUp) {
+        List<Integer> up = new ArrayList<>();
+        for (int i = 0; i < agents.size(); i++) {
+            AgentProcess a = agents.get(i);
+            if (a.alive() && a.logContains("Started AgentWorkerApplication")) {
+                up.add(i);
+            }
         }
+        return up.size() < othersUp + 1 ? -1 : up.get(random.nextInt(up.size()));
+    }
+
+    /** SIGKILL an agent instance while two others are up to take over its sessions, and start its replacement. */
+    private String killAgent() throws Exception {
+        int slot = victim(2);
+        if (slot < 0) {
+            count("agent kill skipped (a replacement still starting)");
+            return null;
+        }
+        AgentProcess victim = agents.get(slot);
         Map<Long, String> leases = new ConcurrentHashMap<>();
         settle.jdbc.query("SELECT id, lease_token FROM chat_session WHERE lease_token IS NOT NULL",
                 rs -> {
@@ -130,14 +166,19 @@ final class ChaosFaults implements AutoCloseable {
             kills.add(new Kill(Instant.now(), leases));
         }
         count("agent killed (SIGKILL)");
-        agent = newAgent.get();
+        hits[slot][0]++;
+        agents.set(slot, newAgent.get());
+        return "agent " + (slot + 1) + " killed (SIGKILL)";
     }
 
-    private void pauseAgent() throws Exception {
-        AgentProcess victim = agent;
-        if (victim == null || !victim.alive()) {
-            return;
+    /** SIGSTOP an agent instance past its lease TTL while another is up, then SIGCONT. */
+    private String pauseAgent() throws Exception {
+        int slot = victim(1);
+        if (slot < 0) {
+            count("agent freeze skipped (no other instance up)");
+            return null;
         }
+        AgentProcess victim = agents.get(slot);
         long frozen = System.nanoTime();
         victim.pause();
         SettleSystem.sleep(ttl.plusMillis(1000 + random.nextInt(1000)));
@@ -146,9 +187,11 @@ final class ChaosFaults implements AutoCloseable {
             freezes.add(new long[] {frozen, System.nanoTime()});
         }
         count("agent paused past the lease TTL");
+        hits[slot][1]++;
+        return "agent " + (slot + 1) + " frozen (SIGSTOP) for " + millisSince(frozen) + " ms";
     }
 
-    private void killConnections() {
+    private String killConnections() {
         List<Long> ids = settle.jdbc.queryForList("""
                 SELECT ID FROM information_schema.PROCESSLIST
                  WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'""", Long.class);
@@ -166,12 +209,13 @@ final class ChaosFaults implements AutoCloseable {
         if (killed > 0) {
             counts.computeIfAbsent("database connections killed", k -> new AtomicInteger()).addAndGet(killed);
         }
+        return killed + " database connections killed";
     }
 
     @SuppressWarnings("unchecked")
-    private void redeliverEvents() {
+    private String redeliverEvents() {
         if (brokerAway) {
-            return; // each send would wait max.block.ms for the broker and hold up the other faults
+            return null; // each send would wait max.block.ms for the broker and hold up the other faults
         }
         KafkaTemplate<String, String> kafka = settle.ingest.getBean(KafkaTemplate.class);
         try {
@@ -179,29 +223,33 @@ final class ChaosFaults implements AutoCloseable {
                 kafka.send(Topics.SESSION_READY, Long.toString(id), EventCodec.encode(new SessionReady(id, 1, "window", Instant.now())));
             }
         } catch (org.springframework.kafka.KafkaException brokerJustKilled) {
-            return;
+            return null;
         }
         count("SessionReady events redelivered (x10)");
+        return "SessionReady events redelivered (x10)";
     }
 
-    private void dropEvents() {
+    private String dropEvents() {
         int dropped = settle.jdbc.update("DELETE FROM debounce_timer ORDER BY RAND() LIMIT 3");
         counts.computeIfAbsent("armed timers dropped (lost wake-ups)", k -> new AtomicInteger()).addAndGet(dropped);
+        return dropped + " armed timers dropped";
     }
 
-    private void receiverTrouble() {
+    private String receiverTrouble() {
         int kind = random.nextInt(3);
         settle.receiver.answerWith(d -> switch (kind) {
             case 0 -> WebhookReceiver.Answer.status(503);
             case 1 -> WebhookReceiver.Answer.status(200).delay(Duration.ofMillis(800));
             default -> WebhookReceiver.Answer.status(500);
         });
-        count(kind == 0 ? "webhook receiver down" : kind == 1 ? "webhook receiver slow" : "webhook receiver answering 500");
+        String what = kind == 0 ? "webhook receiver down" : kind == 1 ? "webhook receiver slow" : "webhook receiver answering 500";
+        count(what);
         SettleSystem.sleep(Duration.ofMillis(1500 + random.nextInt(1500)));
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(200));
+        return what;
     }
 
-    private void modelTrouble() {
+    private String modelTrouble() {
         ChaosModel.Mode mode = ChaosModel.Mode.values()[1 + random.nextInt(3)];
         model.mode = mode;
         count("model " + mode.name().toLowerCase());
@@ -210,6 +258,7 @@ final class ChaosFaults implements AutoCloseable {
         if (mode == ChaosModel.Mode.HANG) {
             settle.model.releaseHangs();
         }
+        return "model " + mode.name().toLowerCase();
     }
 
     private void brokerLoop() {
@@ -259,8 +308,15 @@ final class ChaosFaults implements AutoCloseable {
         long answered = -1;
         long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
         while (System.nanoTime() < deadline) {
-            List<Map<String, Object>> row = settle.jdbc.queryForList(
-                    "SELECT version, replied_version, failed_version FROM chat_session WHERE external_id = ?", probe);
+            List<Map<String, Object>> row;
+            try {
+                row = settle.jdbc.queryForList(
+                        "SELECT version, replied_version, failed_version FROM chat_session WHERE external_id = ?", probe);
+            } catch (org.springframework.dao.DataAccessException connectionKilled) {
+                // the connection-killing fault hit this query: ask again, so that the restart is still recorded
+                SettleSystem.sleep(Duration.ofMillis(50));
+                continue;
+            }
             if (!row.isEmpty() && ((Number) row.getFirst().get("replied_version")).longValue() >= 1) {
                 answered = millisSince(killed);
                 break;
@@ -280,46 +336,70 @@ final class ChaosFaults implements AutoCloseable {
     }
 
     /**
-     * POSTs ({start nanos, duration nanos}) started while the broker was away that took over the limit. A POST
-     * that overlapped an agent freeze is not judged: the frozen JVM may hold the session's row lock mid-turn,
-     * which delays a POST to that session whether Kafka is up or not.
+     * POSTs started while the broker was away that took over the limit. A POST that overlapped an agent freeze is
+     * not judged: the frozen JVM may hold the session's row lock mid-turn, which delays a POST to that session
+     * whether Kafka is up or not.
      */
-    List<String> slowPostsDuringOutages(List<long[]> posts) {
+    List<String> slowPostsDuringOutages(List<ChaosWorkload.Post> posts) {
         List<String> slow = new ArrayList<>();
-        List<long[]> frozen;
-        synchronized (freezes) {
-            frozen = List.copyOf(freezes);
-        }
-        synchronized (brokerRestarts) {
-            for (BrokerRestart r : brokerRestarts) {
-                long from = r.killedNanos();
-                long to = from + r.answeringMillis() * 1_000_000;
-                posts.stream().filter(p -> p[0] >= from && p[0] <= to && p[1] / 1_000_000 > OUTAGE_POST_LIMIT.toMillis())
-                        .filter(p -> frozen.stream().noneMatch(f -> p[0] <= f[1] && p[0] + p[1] >= f[0]))
-                        .forEach(p -> slow.add("a POST " + (p[0] - from) / 1_000_000 + " ms after the broker kill took "
-                                + p[1] / 1_000_000 + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis() + " ms)"));
-            }
+        List<long[]> frozen = freezes();
+        for (long[] outage : outages()) {
+            long from = outage[0];
+            posts.stream().filter(p -> p.startNanos() >= from && p.startNanos() <= outage[1]
+                            && p.millis() > OUTAGE_POST_LIMIT.toMillis())
+                    .filter(p -> frozen.stream().noneMatch(f -> overlaps(p, f)))
+                    .forEach(p -> slow.add("a POST " + (p.startNanos() - from) / 1_000_000 + " ms after the broker kill took "
+                            + p.millis() + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis() + " ms)"));
         }
         return slow;
     }
 
-    /** The slowest POST ({start nanos, duration nanos}) in ms, and how many there were, inside or outside broker outages. */
-    long[] postLatency(List<long[]> posts, boolean duringOutage) {
-        List<BrokerRestart> restarts;
-        synchronized (brokerRestarts) {
-            restarts = List.copyOf(brokerRestarts);
-        }
+    /** The slowest POST in ms, and how many there were, inside or outside broker outages. */
+    long[] postLatency(List<ChaosWorkload.Post> posts, boolean duringOutage) {
+        List<long[]> outages = outages();
         long max = 0;
         long n = 0;
-        for (long[] p : posts) {
-            boolean inside = restarts.stream().anyMatch(r -> p[0] >= r.killedNanos()
-                    && p[0] <= r.killedNanos() + r.answeringMillis() * 1_000_000);
-            if (inside == duringOutage) {
+        for (ChaosWorkload.Post p : posts) {
+            if (during(p, outages) == duringOutage) {
                 n++;
-                max = Math.max(max, p[1] / 1_000_000);
+                max = Math.max(max, p.millis());
             }
         }
         return new long[] {n, max};
+    }
+
+    /** The broker outages so far: {kill, answering again} in System.nanoTime. */
+    List<long[]> outages() {
+        synchronized (brokerRestarts) {
+            return brokerRestarts.stream()
+                    .map(r -> new long[] {r.killedNanos(), r.killedNanos() + r.answeringMillis() * 1_000_000}).toList();
+        }
+    }
+
+    /** The agent freezes so far: {SIGSTOP, SIGCONT} in System.nanoTime. */
+    List<long[]> freezes() {
+        synchronized (freezes) {
+            return List.copyOf(freezes);
+        }
+    }
+
+    /** Whether the POST started inside one of the windows. */
+    static boolean during(ChaosWorkload.Post p, List<long[]> windows) {
+        return windows.stream().anyMatch(w -> p.startNanos() >= w[0] && p.startNanos() <= w[1]);
+    }
+
+    /** Whether the POST's span overlaps the window. */
+    static boolean overlaps(ChaosWorkload.Post p, long[] window) {
+        return p.startNanos() <= window[1] && p.startNanos() + p.nanos() >= window[0];
+    }
+
+    /** The faults of the fault thread whose span overlapped the POST's, as "what (from +ms)" relative to {@code origin}. */
+    List<String> faultsDuring(ChaosWorkload.Post p, long origin) {
+        synchronized (timeline) {
+            return timeline.stream().filter(f -> overlaps(p, new long[] {f.from(), f.to()}))
+                    .map(f -> f.what() + " (" + (f.from() - origin) / 1_000_000 + "-" + (f.to() - origin) / 1_000_000 + " ms)")
+                    .toList();
+        }
     }
 
     private void violation(String v) {
@@ -332,8 +412,18 @@ final class ChaosFaults implements AutoCloseable {
         return (System.nanoTime() - nanos) / 1_000_000;
     }
 
-    AgentProcess agent() {
-        return agent;
+    /** The agent instances now, one per slot. */
+    List<AgentProcess> agents() {
+        synchronized (agents) {
+            return List.copyOf(agents);
+        }
+    }
+
+    /** SIGKILL every agent instance (after the run; also when it failed: none may outlive the test). */
+    void closeAgents() throws InterruptedException {
+        for (AgentProcess a : agents()) {
+            a.close();
+        }
     }
 
     @Override

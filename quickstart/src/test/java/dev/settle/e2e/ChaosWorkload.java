@@ -35,8 +35,15 @@ final class ChaosWorkload {
     final AtomicInteger serverRetries = new AtomicInteger();
     /** 429 answers (100 unanswered messages in the session) that the client waited out and retried. */
     final AtomicInteger unansweredRefusals = new AtomicInteger();
-    /** Every POST: {start (System.nanoTime), duration in nanos}. */
-    final List<long[]> postTimes = java.util.Collections.synchronizedList(new ArrayList<>());
+    /** One POST attempt: its session, its answer's status, when it started (System.nanoTime) and how long it took. */
+    record Post(String sessionId, int status, long startNanos, long nanos) {
+        long millis() {
+            return nanos / 1_000_000;
+        }
+    }
+
+    /** Every POST attempt, retries included. */
+    final List<Post> postTimes = java.util.Collections.synchronizedList(new ArrayList<>());
     private final AtomicInteger amounts = new AtomicInteger(1000);
     private final SettleSystem settle;
     private final Duration window;
@@ -151,10 +158,13 @@ final class ChaosWorkload {
 
     private ApiResult timedPost(String s, String text, String idempotencyKey) {
         long started = System.nanoTime();
+        int status = -1;
         try {
-            return settle.postWithKey(s, text, idempotencyKey);
+            ApiResult r = settle.postWithKey(s, text, idempotencyKey);
+            status = r.status();
+            return r;
         } finally {
-            postTimes.add(new long[] {started, System.nanoTime() - started});
+            postTimes.add(new Post(s, status, started, System.nanoTime() - started));
         }
     }
 

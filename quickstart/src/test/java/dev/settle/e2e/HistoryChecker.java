@@ -172,6 +172,47 @@ final class HistoryChecker {
         }
     }
 
+    /**
+     * The slowest acceptable answer to a POST outside the broker outages: the API answers 202 once the message is
+     * committed, and never waits on a turn (no lock a turn holds, no model call, no tool). Override with
+     * {@code -Dsettle.chaos.post-limit-ms} only to measure an overloaded machine; the suite runs the default.
+     */
+    static final Duration POST_LIMIT = Duration.ofMillis(Long.getLong("settle.chaos.post-limit-ms", 1500));
+
+    /** POSTs judged by {@link #checkPostLatency}, and the slowest of them (ms). */
+    long postsJudged;
+    long slowestJudgedPost;
+
+    /**
+     * Every POST attempt that started outside a broker outage answered within {@link #POST_LIMIT}. Not judged: a
+     * POST that started during an outage (bounded by its own check), or that overlapped an agent freeze (a JVM
+     * frozen inside a transaction keeps its locks until it resumes, a stall of the process, not of a turn).
+     *
+     * @param origin the start of the run (System.nanoTime), for the times named in a violation
+     */
+    void checkPostLatency(List<ChaosWorkload.Post> posts, ChaosFaults faults, long origin) {
+        List<long[]> outages = faults.outages();
+        List<long[]> freezes = faults.freezes();
+        List<ChaosWorkload.Post> all;
+        synchronized (posts) {
+            all = List.copyOf(posts);
+        }
+        for (ChaosWorkload.Post p : all) {
+            if (ChaosFaults.during(p, outages) || freezes.stream().anyMatch(f -> ChaosFaults.overlaps(p, f))) {
+                continue;
+            }
+            postsJudged++;
+            slowestJudgedPost = Math.max(slowestJudgedPost, p.millis());
+            if (p.millis() > POST_LIMIT.toMillis()) {
+                List<String> during = faults.faultsDuring(p, origin);
+                violations.add(p.sessionId() + ": a POST started " + (p.startNanos() - origin) / 1_000_000
+                        + " ms into the run, outside any broker outage, answered " + p.status() + " after " + p.millis()
+                        + " ms (limit " + POST_LIMIT.toMillis() + " ms); faults in progress: "
+                        + (during.isEmpty() ? "none" : String.join(", ", during)));
+            }
+        }
+    }
+
     static long percentile(List<Long> values, double p) {
         if (values.isEmpty()) {
             return -1;

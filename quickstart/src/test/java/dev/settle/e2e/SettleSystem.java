@@ -234,6 +234,45 @@ public final class SettleSystem implements AutoCloseable {
                  WHERE s.external_id = ? ORDER BY t.id""", String.class, sessionId);
     }
 
+    /**
+     * Waits until nothing more can happen in this system without a new message: every MessageAccepted event
+     * consumed (the debounce group's committed offsets at the topic's end), no timer armed, every session
+     * answered and its lease released, no turn RUNNING, no tool execution EXECUTING, no webhook delivery
+     * PENDING. "Nothing more happened" is asserted after this, not after a sleep.
+     */
+    public void awaitQuiescent(Duration timeout) {
+        try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(
+                Map.of("bootstrap.servers", shared.get("spring.kafka.bootstrap-servers")))) {
+            org.awaitility.Awaitility.await("the system is quiescent").atMost(timeout).pollInterval(Duration.ofMillis(200))
+                    .until(() -> jdbc.queryForObject(QUIESCENT, Integer.class) == 0
+                            && unconsumed(admin, "settle-debounce" + group, dev.settle.schema.Topics.MESSAGE_ACCEPTED) == 0);
+        }
+    }
+
+    /** Rows that mean something is still to happen: a timer, a session unanswered or leased, a turn, a tool, a delivery. */
+    static final String QUIESCENT = """
+            SELECT (SELECT COUNT(*) FROM debounce_timer)
+                 + (SELECT COUNT(*) FROM chat_session WHERE version > replied_version OR lease_token IS NOT NULL)
+                 + (SELECT COUNT(*) FROM chat_turn WHERE state = 'RUNNING')
+                 + (SELECT COUNT(*) FROM tool_execution WHERE status = 'EXECUTING')
+                 + (SELECT COUNT(*) FROM webhook_delivery WHERE status = 'PENDING')""";
+
+    /** Events of {@code topic} that {@code consumerGroup} has not committed yet. */
+    static long unconsumed(org.apache.kafka.clients.admin.Admin admin, String consumerGroup, String topic) throws Exception {
+        Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(consumerGroup).partitionsToOffsetAndMetadata().get();
+        Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> latest = new HashMap<>();
+        admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()
+                .forEach(p -> latest.put(new org.apache.kafka.common.TopicPartition(topic, p.partition()),
+                        org.apache.kafka.clients.admin.OffsetSpec.latest()));
+        long behind = 0;
+        for (var end : admin.listOffsets(latest).all().get().entrySet()) {
+            org.apache.kafka.clients.consumer.OffsetAndMetadata at = committed.get(end.getKey());
+            behind += end.getValue().offset() - (at == null ? 0 : at.offset());
+        }
+        return behind;
+    }
+
     /** Webhooks the receiver acknowledged for one session. */
     public List<WebhookReceiver.Delivery> webhooks(String sessionId) {
         return receiver.acknowledged().stream()

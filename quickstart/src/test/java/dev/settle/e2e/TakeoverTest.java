@@ -20,7 +20,6 @@ import java.util.List;
 import java.util.Map;
 
 import static dev.settle.e2e.SettleSystem.await;
-import static dev.settle.e2e.SettleSystem.sleep;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -65,7 +64,7 @@ class TakeoverTest {
 
             await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
             Duration takeover = Duration.between(killedAt, settle.webhooks(s).getFirst().receivedAt());
-            sleep(Duration.ofSeconds(2));
+            settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second reply or delivery can come
             assertEquals(1, settle.webhooks(s).size());
             assertEquals("after takeover", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
             assertEquals(1, settle.replies(s).size());
@@ -113,7 +112,7 @@ class TakeoverTest {
             blocker.rollback();
             ConfigurableApplicationContext survivor = settle.startAgent();
             await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
-            sleep(Duration.ofSeconds(1));
+            settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second booking or reply can come
             assertEquals(1, settle.jdbc.queryForObject("""
                     SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
                      WHERE s.external_id = ?""", Integer.class, s), "exactly one ledger row");
@@ -171,7 +170,7 @@ class TakeoverTest {
             rowBlocker.rollback();
             ConfigurableApplicationContext survivor = settle.startAgent();
             await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
-            sleep(Duration.ofSeconds(1));
+            settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second booking or reply can come
             assertEquals(List.of(new BigDecimal("43.00")), settle.jdbc.queryForList("""
                     SELECT l.amount FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
                      WHERE s.external_id = ?""", BigDecimal.class, s), "exactly one ledger row");
