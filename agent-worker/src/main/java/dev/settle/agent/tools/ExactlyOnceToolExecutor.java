@@ -88,6 +88,7 @@ public class ExactlyOnceToolExecutor {
         private final long spanFrom;
         private final Map<String, Integer> seen = new HashMap<>();
         private ToolExecutionRequest currentRequest;
+        private String currentKey;
 
         TurnTools(SessionLease.Lease lease, long turnId, long spanFrom) {
             this.lease = lease;
@@ -112,7 +113,8 @@ public class ExactlyOnceToolExecutor {
             boolean sideEffect = tool != null && tool.sideEffect();
             String identity = name + "\n" + (canonical == null ? arguments : canonical);
             int ordinal = seen.merge(identity, 1, Integer::sum);
-            String key = sideEffect ? key(lease.sessionId(), spanFrom, identity, ordinal) : null;
+            currentKey = key(lease.sessionId(), spanFrom, identity, ordinal);
+            String key = sideEffect ? currentKey : null;
             String callId = request.id() == null || request.id().isBlank() ? "call_" + turnId + "_" + seen.size() : request.id();
             String recorded = tooLarge ? JSON.writeValueAsString(Map.of("omittedBytes", argumentBytes)) : arguments;
             ToolExecutions.Execution row = executions.insertOrGet(new ToolExecutions.Call(lease.sessionId(), turnId,
@@ -221,7 +223,7 @@ public class ExactlyOnceToolExecutor {
         }
 
         private String invoke(ToolCatalog.Entry tool, ToolExecutionRequest request, long executionId) {
-            ToolCallContext.enter(lease.sessionId(), executionId);
+            ToolCallContext.enter(lease.sessionId(), executionId, currentKey);
             try {
                 return tool.executor().execute(request, lease.sessionId());
             } finally {
