@@ -15,7 +15,7 @@ final class AuthFailureLimiter {
     static final int MAX_ADDRESSES = 100_000;
     private final double rate;
     private final double burst;
-    private final ConcurrentMap<String, Bucket> buckets = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, TokenBucket> buckets = new ConcurrentHashMap<>();
 
     AuthFailureLimiter(double rate, int burst) {
         this.rate = rate;
@@ -27,7 +27,7 @@ final class AuthFailureLimiter {
         if (rate <= 0) {
             return 0;
         }
-        Bucket bucket = buckets.get(address);
+        TokenBucket bucket = buckets.get(address);
         return bucket == null ? 0 : bucket.waitSeconds(rate, burst);
     }
 
@@ -39,37 +39,6 @@ final class AuthFailureLimiter {
         if (buckets.size() >= MAX_ADDRESSES) {
             buckets.values().removeIf(b -> b.waitSeconds(rate, burst) == 0 && b.full(rate, burst));
         }
-        buckets.computeIfAbsent(address, a -> new Bucket(burst, System.nanoTime())).take(rate, burst);
-    }
-
-    private static final class Bucket {
-        private double tokens;
-        private long refilledAt;
-
-        Bucket(double tokens, long now) {
-            this.tokens = tokens;
-            this.refilledAt = now;
-        }
-
-        private void refill(double rate, double burst) {
-            long now = System.nanoTime();
-            tokens = Math.min(burst, tokens + (now - refilledAt) / 1e9 * rate);
-            refilledAt = now;
-        }
-
-        synchronized void take(double rate, double burst) {
-            refill(rate, burst);
-            tokens = Math.max(0, tokens - 1);
-        }
-
-        synchronized long waitSeconds(double rate, double burst) {
-            refill(rate, burst);
-            return tokens >= 1 ? 0 : Math.max(1, (long) Math.ceil((1 - tokens) / rate));
-        }
-
-        synchronized boolean full(double rate, double burst) {
-            refill(rate, burst);
-            return tokens >= burst;
-        }
+        buckets.computeIfAbsent(address, a -> new TokenBucket(burst)).charge(rate, burst);
     }
 }

@@ -15,7 +15,7 @@ import java.util.concurrent.ConcurrentMap;
 public class TenantRateLimiter {
     private final double rate;
     private final double burst;
-    private final ConcurrentMap<String, Bucket> buckets = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, TokenBucket> buckets = new ConcurrentHashMap<>();
 
     public TenantRateLimiter(IngestSettings settings) {
         this.rate = settings.limits().rate();
@@ -27,27 +27,6 @@ public class TenantRateLimiter {
         if (rate <= 0) {
             return 0;
         }
-        return buckets.computeIfAbsent(tenant, t -> new Bucket(burst, System.nanoTime())).take(rate, burst);
-    }
-
-    private static final class Bucket {
-        private double tokens;
-        private long refilledAt;
-
-        Bucket(double tokens, long now) {
-            this.tokens = tokens;
-            this.refilledAt = now;
-        }
-
-        synchronized long take(double rate, double burst) {
-            long now = System.nanoTime();
-            tokens = Math.min(burst, tokens + (now - refilledAt) / 1e9 * rate);
-            refilledAt = now;
-            if (tokens >= 1) {
-                tokens -= 1;
-                return 0;
-            }
-            return Math.max(1, (long) Math.ceil((1 - tokens) / rate));
-        }
+        return buckets.computeIfAbsent(tenant, t -> new TokenBucket(burst)).take(rate, burst);
     }
 }

@@ -1,20 +1,14 @@
 package dev.settle.agent.tools;
 
 import dev.settle.agent.webhook.EndpointGuard;
-import org.apache.hc.client5.http.DnsResolver;
+import dev.settle.agent.webhook.PinnedHttp;
+import org.apache.hc.client5.http.ssl.DefaultClientTlsStrategy;
 import org.apache.hc.client5.http.HttpHostConnectException;
 import org.apache.hc.client5.http.classic.methods.HttpPost;
-import org.apache.hc.client5.http.config.ConnectionConfig;
 import org.apache.hc.client5.http.config.RequestConfig;
-import org.apache.hc.client5.http.impl.DefaultSchemePortResolver;
 import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
-import org.apache.hc.client5.http.impl.classic.HttpClients;
-import org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManagerBuilder;
-import org.apache.hc.client5.http.impl.routing.DefaultRoutePlanner;
-import org.apache.hc.client5.http.protocol.HttpClientContext;
 import org.apache.hc.core5.http.ClassicHttpResponse;
 import org.apache.hc.core5.http.ContentType;
-import org.apache.hc.core5.http.HttpHost;
 import org.apache.hc.core5.http.io.entity.EntityUtils;
 import org.apache.hc.core5.http.io.entity.StringEntity;
 import org.apache.hc.core5.io.CloseMode;
@@ -36,19 +30,6 @@ import java.util.List;
  * automatic retries, no cookies; connect and response each bounded by the timeout.
  */
 public final class ReceiptClient implements AutoCloseable {
-    private static final DnsResolver NO_LOOKUPS = new DnsResolver() {
-        @Override
-        public InetAddress[] resolve(String host) throws UnknownHostException {
-            throw new UnknownHostException(host + ": the receipt client connects only to addresses checked by the "
-                    + "SSRF guard and never resolves a host name itself");
-        }
-
-        @Override
-        public String resolveCanonicalHostname(String host) throws UnknownHostException {
-            return resolve(host)[0].getHostName();
-        }
-    };
-
     private final URI uri;
     private final EndpointGuard guard;
     private final Timeout timeout;
@@ -62,21 +43,7 @@ public final class ReceiptClient implements AutoCloseable {
         }
         this.guard = guard;
         this.timeout = Timeout.of(timeout);
-        this.http = HttpClients.custom()
-                .setConnectionManager(PoolingHttpClientConnectionManagerBuilder.create()
-                        .setDnsResolver(NO_LOOKUPS)
-                        .setDefaultConnectionConfig(ConnectionConfig.custom()
-                                .setConnectTimeout(this.timeout)
-                                .setSocketTimeout(this.timeout)
-                                .build())
-                        .build())
-                .setRoutePlanner(new DefaultRoutePlanner(DefaultSchemePortResolver.INSTANCE))
-                .disableRedirectHandling()
-                .disableAutomaticRetries()
-                .disableCookieManagement()
-                .disableAuthCaching()
-                .disableContentCompression()
-                .build();
+        this.http = PinnedHttp.client(timeout, DefaultClientTlsStrategy.createSystemDefault());
     }
 
     /**
@@ -99,22 +66,16 @@ public final class ReceiptClient implements AutoCloseable {
         request.setHeader("User-Agent", "Settle-Tools/1");
         request.setHeader("Idempotency-Key", idempotencyKey);
         request.setEntity(new StringEntity(json, ContentType.APPLICATION_JSON));
-        String host = uri.getHost().startsWith("[") ? uri.getHost().substring(1, uri.getHost().length() - 1) : uri.getHost();
-        HttpHostConnectException refused = null;
-        for (InetAddress address : addresses) {
-            try {
-                return http.execute(new HttpHost(uri.getScheme(), address, host, uri.getPort()), request,
-                        HttpClientContext.create(), (ClassicHttpResponse r) -> {
-                            EntityUtils.consume(r.getEntity());
-                            return r.getCode();
-                        });
-            } catch (HttpHostConnectException e) { // nothing was sent to this address
-                refused = e;
-            } catch (IOException e) {
-                throw new UncheckedIOException("the receipt service did not answer: " + e, e);
-            }
+        try {
+            return PinnedHttp.execute(http, uri, addresses, request, (ClassicHttpResponse r) -> {
+                EntityUtils.consume(r.getEntity());
+                return r.getCode();
+            });
+        } catch (HttpHostConnectException e) { // nothing was sent
+            throw new UncheckedIOException("cannot connect to the receipt service: " + e, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("the receipt service did not answer: " + e, e);
         }
-        throw new UncheckedIOException("cannot connect to the receipt service: " + refused, refused);
     }
 
     @Override

@@ -3,27 +3,17 @@ package dev.settle.agent.webhook;
 import com.standardwebhooks.Webhook;
 
 import org.apache.hc.client5.http.ConnectTimeoutException;
-import org.apache.hc.client5.http.DnsResolver;
-import org.apache.hc.client5.http.HttpHostConnectException;
 import org.apache.hc.client5.http.classic.methods.HttpPost;
-import org.apache.hc.client5.http.config.ConnectionConfig;
 import org.apache.hc.client5.http.config.RequestConfig;
-import org.apache.hc.client5.http.impl.DefaultSchemePortResolver;
 import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
-import org.apache.hc.client5.http.impl.classic.HttpClients;
-import org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManagerBuilder;
-import org.apache.hc.client5.http.impl.routing.DefaultRoutePlanner;
-import org.apache.hc.client5.http.protocol.HttpClientContext;
 import org.apache.hc.client5.http.ssl.DefaultClientTlsStrategy;
 import org.apache.hc.client5.http.ssl.TlsSocketStrategy;
 import org.apache.hc.core5.http.ClassicHttpResponse;
 import org.apache.hc.core5.http.ContentType;
 import org.apache.hc.core5.http.Header;
-import org.apache.hc.core5.http.HttpHost;
 import org.apache.hc.core5.http.io.entity.ByteArrayEntity;
 import org.apache.hc.core5.http.io.entity.EntityUtils;
 import org.apache.hc.core5.io.CloseMode;
-import org.apache.hc.core5.util.TimeValue;
 import org.apache.hc.core5.util.Timeout;
 
 import java.io.IOException;
@@ -90,19 +80,6 @@ public final class WebhookSender implements AutoCloseable {
 
     static final String INTERRUPTED = "interrupted: the dispatcher stopped mid-attempt";
 
-    /** The client's own resolver: it is never asked, because every request names the checked address. */
-    private static final DnsResolver NO_LOOKUPS = new DnsResolver() {
-        @Override
-        public InetAddress[] resolve(String host) throws UnknownHostException {
-            throw new UnknownHostException(host + ": the webhook client connects only to addresses checked by the "
-                    + "SSRF guard and never resolves a host name itself");
-        }
-
-        @Override
-        public String resolveCanonicalHostname(String host) throws UnknownHostException {
-            return resolve(host)[0].getHostName();
-        }
-    };
     private static final ContentType JSON = ContentType.create("application/json");
 
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
@@ -133,27 +110,7 @@ public final class WebhookSender implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new IllegalStateException("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): " + e.getMessage(), e);
         }
-        this.http = HttpClients.custom()
-                .setConnectionManager(PoolingHttpClientConnectionManagerBuilder.create()
-                        .setDnsResolver(NO_LOOKUPS)
-                        .setTlsSocketStrategy(tls)
-                        .setMaxConnTotal(Integer.MAX_VALUE)
-                        .setMaxConnPerRoute(Integer.MAX_VALUE)
-                        .setDefaultConnectionConfig(ConnectionConfig.custom()
-                                .setConnectTimeout(Timeout.of(timeout))
-                                .setSocketTimeout(Timeout.of(timeout))
-                                .setValidateAfterInactivity(TimeValue.ofSeconds(1))
-                                .build())
-                        .build())
-                // direct connections only: no proxy from system properties, the environment or a ProxySelector
-                .setRoutePlanner(new DefaultRoutePlanner(DefaultSchemePortResolver.INSTANCE))
-                .disableRedirectHandling()
-                .disableAutomaticRetries()
-                .disableCookieManagement()
-                .disableAuthCaching()
-                .disableContentCompression()
-                .evictIdleConnections(TimeValue.ofMinutes(1))
-                .build();
+        this.http = PinnedHttp.client(timeout, tls);
     }
 
     private static List<Webhook> signers(String secrets) {
@@ -271,32 +228,16 @@ public final class WebhookSender implements AutoCloseable {
      * The body of the answer is read and dropped (the connection stays reusable).
      */
     private Result exchange(HttpPost request, URI uri, List<InetAddress> addresses, long started) throws IOException {
-        String hostName = hostName(uri);
-        HttpHostConnectException refused = null;
-        for (InetAddress address : addresses) {
-            HttpHost target = new HttpHost(uri.getScheme(), address, hostName, uri.getPort());
-            try {
-                return http.execute(target, request, HttpClientContext.create(), (ClassicHttpResponse r) -> {
-                    EntityUtils.consume(r.getEntity());
-                    return new Result(r.getCode(), null, micros(started), true, header(r, "retry-after"),
-                            header(r, "date"), header(r, "webhook-delivery"), header(r, "location"));
-                });
-            } catch (HttpHostConnectException e) { // nothing was sent to this address
-                refused = e;
-            }
-        }
-        throw refused;
+        return PinnedHttp.execute(http, uri, addresses, request, (ClassicHttpResponse r) -> {
+            EntityUtils.consume(r.getEntity());
+            return new Result(r.getCode(), null, micros(started), true, header(r, "retry-after"),
+                    header(r, "date"), header(r, "webhook-delivery"), header(r, "location"));
+        });
     }
 
     private static String header(ClassicHttpResponse response, String name) {
         Header h = response.getFirstHeader(name);
         return h == null ? null : h.getValue();
-    }
-
-    /** The URL's host name, an IPv6 literal without its brackets. */
-    private static String hostName(URI uri) {
-        String host = uri.getHost();
-        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
     }
 
     private static void abort(HttpPost request, Future<?> exchange) {
