@@ -29,7 +29,7 @@ public class SessionViews {
      * One page of the messages and tool steps in the order they happened: by (created_at, kind, id), a total
      * order (kind 0 is a message, 1 a tool step; ids are unique per kind). A page starts after the position
      * (created_at, kind, id) of the previous page's last item; each side reads at most the page size plus one,
-     * so the union holds the first rows of the merged order. A tool step shows its live status (seed 004).
+     * so the union holds the first rows of the merged order. A tool step shows its live status.
      * Parameters: session, after created_at, after kind, after id, rows; then the same for the tool steps;
      * then rows.
      */
