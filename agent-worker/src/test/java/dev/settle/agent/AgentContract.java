@@ -216,7 +216,7 @@ abstract class AgentContract {
     }
 
     @Test
-    void a_tool_execution_is_recorded_once_per_key_guarded_by_the_lease_and_reaped_when_stuck() {
+    void a_tool_execution_is_recorded_once_per_key_guarded_by_the_lease_and_reaped_when_no_live_lease_owns_it() {
         ToolExecutions executions = context.getBean(ToolExecutions.class);
         long session = sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
@@ -238,11 +238,13 @@ abstract class AgentContract {
                 "lookup", "{}", 0, false, lease.token()));
         assertTrue(executions.start(stuck.id(), turn, lease.token()));
         jdbc.update("UPDATE tool_execution SET started_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?", stuck.id());
-        assertEquals(1, executions.reap(Duration.ofMinutes(30).toNanos() / 1000));
-        assertEquals("FAILED", executions.byId(stuck.id()).status());
-        assertTrue(executions.byId(stuck.id()).retryable());
+        assertEquals(0, executions.reap(Duration.ofMinutes(30).toNanos() / 1000), "a slow call of a live holder stays");
+        assertEquals("EXECUTING", executions.byId(stuck.id()).status());
 
         expireLease(session);
+        assertEquals(1, executions.reap(Duration.ofMinutes(30).toNanos() / 1000), "no live lease owns it: reaped");
+        assertEquals("FAILED", executions.byId(stuck.id()).status());
+        assertTrue(executions.byId(stuck.id()).retryable());
         assertNull(executions.insertOrGet(new ToolExecutions.Call(session, turn, 1, null, "call_3", "lookup", "{}", 1, false,
                 lease.token())), "no row without a live lease");
         assertFalse(executions.start(stuck.id(), turn, lease.token()));
