@@ -278,7 +278,8 @@ final class SqlPortability {
 
     /** Both refuse LIMIT in a subquery of IN/ALL/ANY/SOME (MySQL error 1235, MariaDB the same). */
     private static void limitInInSubquery(String s, int[] depth, List<Finding> findings) {
-        Matcher m = Pattern.compile("\\b(?:IN|ANY|SOME|ALL)\\s*\\(\\s*SELECT\\b").matcher(s);
+        // "UNION ALL (SELECT ...)" is a set operation, not an ALL subquery
+        Matcher m = Pattern.compile("\\b(?:IN|ANY|SOME|(?<!UNION )ALL)\\s*\\(\\s*SELECT\\b").matcher(s);
         while (m.find()) {
             int open = s.indexOf('(', m.start());
             int level = depth[open] + 1;

@@ -75,7 +75,8 @@ class SqlPortabilityTest {
             "SELECT 'RETURNING NEXTVAL(x) VALUES(' AS note FROM t -- RETURNING\n WHERE a = 1",
             "UPDATE t SET note = 'x FROM t y' WHERE id = ?",
             "SELECT JSON_EXTRACT(data, '$.a'), t.nvl_flag FROM t",
-            "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?"
+            "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?",
+            "SELECT a FROM ((SELECT a FROM t ORDER BY a LIMIT ?) UNION ALL (SELECT a FROM s ORDER BY a LIMIT ?)) x LIMIT ?"
     })
     void accepts_the_portable_forms(String sql) {
         assertEquals(List.of(), SqlPortability.check(sql), sql);
