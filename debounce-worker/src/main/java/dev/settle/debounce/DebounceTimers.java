@@ -13,11 +13,10 @@ import java.time.Instant;
  * The debounce timer table: one row per session that is waiting to be answered ({@code debounce_timer},
  * isolated from {@code chat_session}, so finishing a turn never touches a timer).
  *
- * <p>Arming, in one statement ({@link #ARM}):
+ * <p>Arming, in two statements:
  * <ol>
- *   <li>Select the session only if the event's version is still unanswered
- *       ({@code replied_version < version}); a redelivered event for an answered version selects nothing and
- *       arms nothing.</li>
+ *   <li>Read whether the event's version is still unanswered ({@link #UNANSWERED},
+ *       {@code replied_version < version}); a redelivered event for an answered version arms nothing.</li>
  *   <li>No row yet: insert {@code deadline_at = oldestUnansweredAt + maxwait} and
  *       {@code fire_at = LEAST(acceptedAt + window, deadline_at)}.</li>
  *   <li>Row exists (a burst in progress): {@code deadline_at} keeps the earlier of the two deadlines, then
@@ -29,6 +28,12 @@ import java.time.Instant;
  * All times come from the database clock: {@code acceptedAt} and {@code oldestUnansweredAt} were read from
  * it by ingest-api; the window and max-wait are added in SQL to the bound UTC DATETIME(6) values.
  *
+ * <p>The read never locks the session row. An {@code INSERT ... SELECT FROM chat_session} would, under
+ * REPEATABLE READ, hold a shared lock on it while the insert queues on the session's timer row, which
+ * {@link TimerFirer} keeps locked while it waits for the broker's acks (seconds, when the broker is away):
+ * ingest's upsert of the session, and so a POST's 202, would wait for Kafka (RowLockChainTest). A version
+ * answered between the two statements gets a spare timer, whose SessionReady finds nothing to do.
+ *
  * <p>Keeping the earlier deadline (rather than always the stored one) is deliberate: with reordering the
  * stored row may come from the later event, and the bounded-wait promise is about the oldest message.
  */
@@ -36,17 +41,18 @@ import java.time.Instant;
 public class DebounceTimers {
     private static final Logger log = LoggerFactory.getLogger(DebounceTimers.class);
 
+    /** The event's version is still unanswered: a plain consistent read, no lock on the session row. */
+    static final String UNANSWERED = """
+            SELECT COUNT(*) FROM chat_session WHERE id = :sessionId AND replied_version < :version""";
+
     // MySQL/MariaDB evaluate ON DUPLICATE KEY UPDATE assignments left to right: fire_at sees the new deadline_at.
     static final String ARM = """
             INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
-            SELECT s.id,
-                   LEAST(CAST(:acceptedAt AS DATETIME(6)) + INTERVAL :windowMicros MICROSECOND,
-                         CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
-                   CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND,
-                   :version, 'message', UTC_TIMESTAMP(6)
-              FROM chat_session s
-             WHERE s.id = :sessionId
-               AND s.replied_version < :version
+            VALUES (:sessionId,
+                    LEAST(CAST(:acceptedAt AS DATETIME(6)) + INTERVAL :windowMicros MICROSECOND,
+                          CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
+                    CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND,
+                    :version, 'message', UTC_TIMESTAMP(6))
             ON DUPLICATE KEY UPDATE
               deadline_at   = LEAST(debounce_timer.deadline_at,
                                     CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
@@ -55,6 +61,7 @@ public class DebounceTimers {
                                     debounce_timer.deadline_at),
               armed_version = GREATEST(debounce_timer.armed_version, :version)
             """;
+
 
     private final JdbcClient jdbc;
     private final DebounceSettings settings;
@@ -71,6 +78,15 @@ public class DebounceTimers {
      */
     public boolean arm(MessageAccepted event) {
         Instant oldest = event.oldestUnansweredAt() != null ? event.oldestUnansweredAt() : event.acceptedAt();
+        long unanswered = jdbc.sql(UNANSWERED)
+                .param("sessionId", event.sessionId())
+                .param("version", event.version())
+                .query(Long.class).single();
+        if (unanswered == 0) {
+            log.debug("session {} version {} already answered or unknown: nothing armed", event.sessionId(),
+                    event.version());
+            return false;
+        }
         int rows = jdbc.sql(ARM)
                 .param("sessionId", event.sessionId())
                 .param("version", event.version())
@@ -82,10 +98,6 @@ public class DebounceTimers {
         // 1 = inserted (or, with the driver's found-rows default, an unchanged duplicate); 2 = extended.
         if (rows > 2) {
             throw new IllegalStateException("arming session " + event.sessionId() + " touched " + rows + " rows");
-        }
-        if (rows == 0) {
-            log.debug("session {} version {} already answered or unknown: nothing armed", event.sessionId(),
-                    event.version());
         }
         return rows > 0;
     }

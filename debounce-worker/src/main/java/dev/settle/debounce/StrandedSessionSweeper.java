@@ -8,24 +8,30 @@ import org.springframework.scheduling.config.FixedDelayTask;
 import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.stereotype.Component;
 
+import java.util.List;
+
 /**
  * Wakes sessions that nothing else will wake: their MessageAccepted events were lost, or the agent that held
  * their lease died mid-turn. Kafka events are hints; this sweep over the database is what guarantees that
  * every accepted message is answered without client action.
  *
- * <p>Every {@code settle.sweeper.interval}, one statement ({@link #ARM_STRANDED}):
+ * <p>Every {@code settle.sweeper.interval}:
  * <ol>
- *   <li>Select sessions with unanswered messages ({@code oldest_unanswered_at IS NOT NULL AND
- *       version > replied_version}) that have not failed at this version ({@code version > failed_version}),
+ *   <li>Read ({@link #STRANDED}, a plain consistent read that locks nothing) sessions with unanswered
+ *       messages ({@code oldest_unanswered_at IS NOT NULL AND version > replied_version}) that have not failed at this version ({@code version > failed_version}),
  *       hold no live lease ({@code lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6)}), have no
- *       timer row (anti-join), and whose last message is older than {@code grace}. The anti-join is a LEFT JOIN
- *       in the SELECT's own FROM: MySQL allows the INSERT's target there, never in a subquery.</li>
- *   <li>Insert a timer for each that is due now ({@code fire_at = deadline_at = UTC_TIMESTAMP(6)},
- *       {@code armed_by = 'sweeper'}), so {@link TimerFirer} publishes it on its next round with cause
+ *       timer row (anti-join), and whose last message is older than {@code grace}.</li>
+ *   <li>Insert ({@link #ARM_STRANDED}) a timer for each that is due now
+ *       ({@code fire_at = deadline_at = UTC_TIMESTAMP(6)}, {@code armed_by = 'sweeper'}), so {@link TimerFirer} publishes it on its next round with cause
  *       {@code sweeper}.</li>
  *   <li>A timer armed concurrently by a message wins: {@code ON DUPLICATE KEY UPDATE session_id = debounce_timer.session_id}
  *       leaves it untouched (no {@code INSERT IGNORE}, which would swallow other errors too).</li>
  * </ol>
+ * The read never locks: an {@code INSERT ... SELECT} over {@code chat_session} would, under REPEATABLE READ,
+ * hold shared locks on the session rows it scanned while it queued on a timer row that {@link TimerFirer}
+ * keeps locked during its wait for the broker's acks, and ingest's upserts, so POSTs, would wait for Kafka
+ * (RowLockChainTest). A session answered between the read and the insert gets a spare timer, whose
+ * SessionReady finds nothing to do.
  * A session that stays stranded (no agent alive) is woken again each interval until it is answered, fails,
  * or gets a live lease.
  */
@@ -33,9 +39,9 @@ import org.springframework.stereotype.Component;
 public class StrandedSessionSweeper implements SchedulingConfigurer {
     private static final Logger log = LoggerFactory.getLogger(StrandedSessionSweeper.class);
 
-    static final String ARM_STRANDED = """
-            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
-            SELECT s.id, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), s.version, 'sweeper', UTC_TIMESTAMP(6)
+    /** Sessions to wake, read without locking them (a plain consistent read). */
+    static final String STRANDED = """
+            SELECT s.id, s.version
               FROM chat_session s LEFT JOIN debounce_timer t ON t.session_id = s.id
              WHERE s.oldest_unanswered_at IS NOT NULL
                AND s.version > s.replied_version
@@ -43,6 +49,12 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
                AND (s.lease_token IS NULL OR s.lease_expires_at < UTC_TIMESTAMP(6))
                AND s.last_message_at < UTC_TIMESTAMP(6) - INTERVAL :graceMicros MICROSECOND
                AND t.session_id IS NULL
+            """;
+
+    /** A timer due now for one stranded session; a timer armed meanwhile by a message wins. */
+    static final String ARM_STRANDED = """
+            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
+            VALUES (:sessionId, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), :version, 'sweeper', UTC_TIMESTAMP(6))
             ON DUPLICATE KEY UPDATE session_id = debounce_timer.session_id
             """;
 
@@ -54,11 +66,22 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
         this.settings = settings;
     }
 
-    /** One sweep; returns the rows the statement reported (one per newly armed session). */
+    private record Stranded(long sessionId, long version) {
+    }
+
+    /** One sweep; returns how many stranded sessions it armed a timer for. */
     public int sweep() {
-        int armed = jdbc.sql(ARM_STRANDED)
+        List<Stranded> stranded = jdbc.sql(STRANDED)
                 .param("graceMicros", DebounceSettings.micros(settings.grace()))
-                .update();
+                .query((rs, n) -> new Stranded(rs.getLong("id"), rs.getLong("version")))
+                .list();
+        int armed = 0;
+        for (Stranded s : stranded) {
+            armed += Math.min(1, jdbc.sql(ARM_STRANDED)
+                    .param("sessionId", s.sessionId())
+                    .param("version", s.version())
+                    .update());
+        }
         if (armed > 0) {
             log.info("armed {} stranded session(s)", armed);
         }
