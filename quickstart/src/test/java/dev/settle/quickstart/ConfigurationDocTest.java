@@ -162,7 +162,9 @@ class ConfigurationDocTest {
             if (settings.isEmpty()) {
                 continue; // Spring Boot's own metadata
             }
-            List<String> owners = SERVICES.stream().filter(s -> url.toString().contains(s)).toList();
+            // the module's target/classes in the reactor, or its jar settle-<service>-<version>.jar
+            List<String> owners = SERVICES.stream().filter(s -> url.toString().contains("/" + s + "/target/classes/")
+                    || url.toString().contains("/settle-" + s + "-")).toList();
             assertEquals(1, owners.size(), "which service's metadata is " + url);
             assertEquals(null, services.put(owners.get(0), settings), "two metadata files for " + owners.get(0));
         }
