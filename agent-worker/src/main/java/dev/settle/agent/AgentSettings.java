@@ -16,8 +16,13 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
 
     /**
      * How streamed output is persisted: chunks written in batches of at most {@code batchSize} or every
-     * {@code flushInterval}, whichever comes first. {@code flushDelay} slows every write down (fault injection
-     * for tests; 0 in production).
+     * {@code flushInterval}, whichever comes first.
+     *
+     * @param batchSize     most streamed chunks persisted in one batch
+     * @param flushInterval a batch is persisted at least this often while chunks arrive
+     * @param flushDelay    slows every batch write down (fault injection for tests; 0 in production)
+     * @param interruptPoll how often the agent looks for a newer message in the sessions it is answering (early
+     *                      interrupt under the merge policy)
      */
     public record Stream(@DefaultValue("32") int batchSize, @DefaultValue("50ms") Duration flushInterval,
                          @DefaultValue("0ms") Duration flushDelay, @DefaultValue("50ms") Duration interruptPoll) {
@@ -40,14 +45,25 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
         }
     }
 
-    /** The agent needs the window (to re-arm) and max-wait (to commit past it). */
+    /**
+     * The agent needs the window (to re-arm) and max-wait (to commit past it); both must equal the debounce
+     * worker's.
+     *
+     * @param window  quiet time after the latest message before the session is answered (re-arming the timer)
+     * @param maxwait bound on the wait, counted from the oldest unanswered message; past it a turn commits even
+     *                though newer messages arrived
+     */
     public record Debounce(@DefaultValue("1500ms") Duration window, @DefaultValue("10s") Duration maxwait) {
     }
 
     /**
      * @param url         OpenAI-compatible base URL ending in /v1; unset = the offline demo model
-     * @param maxAttempts model calls per turn before the turn fails
-     * @param backoff     first retry delay, doubled per attempt
+     * @param model       model name sent to the server
+     * @param key         API key of the model server; unset = none sent
+     * @param maxAttempts model calls per turn step before the turn fails; only connection errors, timeouts, 408,
+     *                    409, 429 and 5xx are retried
+     * @param backoff     first retry delay, doubled per attempt (jittered)
+     * @param timeout     one model call must end within it; also the cap on a server's Retry-After
      */
     public record Llm(String url, @DefaultValue("gpt-4o-mini") String model, String key,
                       @DefaultValue("3") int maxAttempts, @DefaultValue("500ms") Duration backoff,
@@ -68,6 +84,7 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
      * @param allowprivate  allow endpoints in loopback, private, link-local, CGNAT networks
      *                      ({@code SETTLE_WEBHOOK_ALLOWPRIVATE}; named without a dash so that the environment
      *                      variable and the property {@code settle.webhook.allowprivate} are the same name)
+     * @param pollInterval  how often the dispatcher looks for due deliveries
      * @param maxRetryAfter cap on a receiver's {@code Retry-After} (429/503)
      * @param jitterSeed    seeds the jitter (tests); unset = a random seed
      * @param claimMargin   how long a claim outlives the timeout (the attempt's bookkeeping must fit in it); a
@@ -121,9 +138,12 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
     /**
      * @param maxInFlight  turns one worker runs at once; further SessionReady events wait
      * @param historyLimit committed messages before the unanswered span that the model sees (all unanswered ones are)
-     * @param orphanScan  take over sessions whose holder's lease expired, without waiting for an event
+     * @param orphanScan   take over sessions whose holder's lease expired, without waiting for an event
      * @param maxRounds   model↔tool rounds per turn; the last round is offered no tools, so it answers in words
-     * @param toolTimeout a tool execution stuck longer than this is FAILED by the reaper (default 2 × lease TTL)
+     * @param toolTimeout  a tool execution stuck longer than this and owned by no live lease is FAILED by the
+     *                     reaper; a turn waits at most this long for an earlier attempt at the same call still in its
+     *                     transaction. Unset = 2 × the lease TTL
+     * @param systemPrompt the system prompt of every turn
      */
     public record Agent(@DefaultValue("4096") int maxInFlight, @DefaultValue("50") int historyLimit,
                         @DefaultValue("true") boolean orphanScan, @DefaultValue("5") int maxRounds,

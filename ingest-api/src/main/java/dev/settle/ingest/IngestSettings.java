@@ -17,7 +17,8 @@ import java.util.Set;
  * @param idempotency    how long Idempotency-Keys are honoured ({@code SETTLE_IDEMPOTENCY_*})
  */
 @ConfigurationProperties("settle")
-public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTextChars, @DefaultValue Policy policy,
+public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBytes,
+                             @DefaultValue("16000") int maxTextChars, @DefaultValue Policy policy,
                              @DefaultValue Events events, String adminKey, @DefaultValue Limits limits,
                              @DefaultValue Auth auth, @DefaultValue Idempotency idempotency) {
     public static final Set<String> POLICIES = dev.settle.schema.Policies.ALL;
@@ -26,8 +27,6 @@ public record IngestSettings(String apiKey, Integer maxBodyBytes, Integer maxTex
         if (apiKey == null || apiKey.isBlank()) {
             throw new IllegalStateException("SETTLE_API_KEY (settle.api-key) must be set");
         }
-        maxBodyBytes = maxBodyBytes == null ? 64 * 1024 : maxBodyBytes;
-        maxTextChars = maxTextChars == null ? 16_000 : maxTextChars;
     }
 
     /** @param defaultPolicy double-texting policy of sessions that set none ({@code SETTLE_POLICY_DEFAULT}) */

@@ -29,8 +29,6 @@ public final class Quickstart {
         Path dataDir = Path.of(env.getOrDefault("SETTLE_DATADIR", "./.settle-data")).toAbsolutePath().normalize();
         String apiKey = env.getOrDefault("SETTLE_API_KEY", "dev-key");
         String port = env.getOrDefault("SERVER_PORT", "8080");
-        String debouncePort = env.getOrDefault("SETTLE_DEBOUNCE_PORT", "8081");
-        String agentPort = env.getOrDefault("SETTLE_AGENT_PORT", "8082");
         String managementPort = env.getOrDefault("SETTLE_MANAGEMENT_PORT",
                 Integer.toString(dev.settle.ingest.IngestApiApplication.DEFAULT_MANAGEMENT_PORT));
 
@@ -38,6 +36,8 @@ public final class Quickstart {
         // EmbeddedMariaDb, EmbeddedKafka) and Boot's would stop logging halfway through the shutdown.
         Runtime.getRuntime().addShutdownHook(new Thread(Quickstart::stop, "settle-shutdown"));
         String webhookSecret = "(SETTLE_WEBHOOK_SECRET)";
+        String debouncePort = null;
+        String agentPort = null;
         try {
             Map<String, Object> shared = new HashMap<>();
             shared.put("settle.api-key", apiKey);
@@ -65,8 +65,9 @@ public final class Quickstart {
             SettleLauncher settle = new SettleLauncher(shared);
             push(settle);
             settle.startIngestApi(Map.of("server.port", port, "management.server.port", managementPort));
-            settle.startDebounceWorker(Map.of("server.port", debouncePort));
-            settle.startAgentWorker(Map.of("server.port", agentPort));
+            // a worker's port is its own default (its actuator) unless SETTLE_DEBOUNCE_PORT / SETTLE_AGENT_PORT is set
+            debouncePort = Integer.toString(SettleLauncher.port(settle.startDebounceWorker(port(env, "SETTLE_DEBOUNCE_PORT"))));
+            agentPort = Integer.toString(SettleLauncher.port(settle.startAgentWorker(port(env, "SETTLE_AGENT_PORT"))));
         } catch (RuntimeException e) {
             log("failed to start: " + e);
             e.printStackTrace();
@@ -74,6 +75,12 @@ public final class Quickstart {
         }
         System.out.println(banner("http://localhost:" + port, apiKey, env, webhookSecret, managementPort, debouncePort, agentPort));
         Thread.currentThread().join();
+    }
+
+    /** {@code server.port} from the variable when it is set; else nothing, so that the application's default applies. */
+    private static Map<String, Object> port(Map<String, String> env, String variable) {
+        String port = env.get(variable);
+        return port == null ? Map.of() : Map.of("server.port", port);
     }
 
     /** Registers something to stop at shutdown; stops it at once if the shutdown already began. */

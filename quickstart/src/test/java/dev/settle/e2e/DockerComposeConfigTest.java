@@ -30,6 +30,7 @@ import java.util.regex.Pattern;
 
 import static java.util.Map.entry;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -113,11 +114,20 @@ class DockerComposeConfigTest {
             assertEquals("kafka:9092", env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"), app);
         }
         assertEquals("change-me", environment("ingest-api", host).get("SETTLE_API_KEY"));
+        // the file restates no application default: what the host does not set, the container does not get
+        Map<String, String> agentEnv = environment("agent-worker", host);
+        for (String passedThrough : List.of("SETTLE_DEBOUNCE_WINDOW", "SETTLE_DEBOUNCE_MAXWAIT", "SETTLE_LEASE_TTL",
+                "SETTLE_LLM_URL", "SETTLE_LLM_MODEL", "SETTLE_LLM_KEY", "SETTLE_WEBHOOK_URL", "SETTLE_WEBHOOK_SECRET",
+                "SETTLE_WEBHOOK_ALLOWUNSIGNED", "SETTLE_WEBHOOK_ALLOWPRIVATE")) {
+            assertFalse(agentEnv.containsKey(passedThrough), passedThrough + " is set without the host setting it");
+        }
         // the SSRF guard stays on unless asked: webhook URLs on private addresses are refused by default
-        assertEquals("false", environment("agent-worker", host).get("SETTLE_WEBHOOK_ALLOWPRIVATE"));
-        assertEquals(false, agent(binder(environment("agent-worker", host))).webhook().allowprivate());
+        assertEquals(false, agent(binder(agentEnv)).webhook().allowprivate());
         // and nothing goes out unsigned unless asked
-        assertEquals("false", environment("agent-worker", host).get("SETTLE_WEBHOOK_ALLOWUNSIGNED"));
+        assertEquals(false, agent(binder(agentEnv)).webhook().allowunsigned());
+        // a variable the host sets reaches the container as set
+        assertEquals("true", environment("agent-worker", Map.of("SETTLE_API_KEY", "k", "SETTLE_WEBHOOK_ALLOWPRIVATE", "true"))
+                .get("SETTLE_WEBHOOK_ALLOWPRIVATE"));
         // each worker's actuator is published on the port it listens on
         assertEquals(List.of("${SETTLE_DEBOUNCE_PORT:-8081}:8081"), services().get("debounce-worker").get("ports"));
         assertEquals("8081", environment("debounce-worker", Map.of()).get("SERVER_PORT"));
@@ -246,11 +256,19 @@ class DockerComposeConfigTest {
 
     /**
      * A service's environment after interpolation, as Compose does it: {@code ${VAR}}, {@code ${VAR:-default}} (the
-     * default when unset or empty) and {@code ${VAR:?message}} (an error when unset or empty).
+     * default when unset or empty), {@code ${VAR:?message}} (an error when unset or empty), and a variable listed
+     * without a value (the host's value when set there; else the container does not get it, and the application's
+     * own default applies).
      */
     private static Map<String, String> environment(String service, Map<String, String> host) throws IOException {
         Map<String, String> env = new LinkedHashMap<>();
         env(services().get(service)).forEach((name, value) -> {
+            if (value == null) { // listed without a value: passed through from the host when set there, else unset
+                if (host.containsKey(name)) {
+                    env.put(name, host.get(name));
+                }
+                return;
+            }
             Matcher m = VARIABLE.matcher(value);
             env.put(name, m.replaceAll(v -> {
                 String set = host.get(v.group(1));

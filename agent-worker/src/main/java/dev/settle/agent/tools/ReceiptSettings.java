@@ -10,7 +10,7 @@ import java.time.Duration;
  *
  * @param receiptUrl          where receipts are POSTed ({@code SETTLE_DEMO_RECEIPTURL}); unset or blank = the tool
  *                            is not offered to the model
- * @param receiptTimeout      the whole request (connect, headers, body) must end within it; else the call failed
+ * @param receiptTimeout      connecting, and the wait for the answer, each end within it; else the call failed
  * @param receiptAllowprivate allow a receipt service in loopback, private, link-local, CGNAT networks
  *                            ({@code SETTLE_DEMO_RECEIPTALLOWPRIVATE}), as {@code SETTLE_WEBHOOK_ALLOWPRIVATE} does
  *                            for webhooks
