@@ -1,7 +1,7 @@
 package dev.settle.e2e;
 
-import dev.settle.testsupport.EmbeddedMariaDb;
-import dev.settle.testsupport.FreePort;
+import dev.settle.embedded.EmbeddedMariaDb;
+import dev.settle.embedded.FreePort;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
