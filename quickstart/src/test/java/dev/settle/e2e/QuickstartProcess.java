@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static org.awaitility.Awaitility.await;
+
 /** The quickstart in its own JVM, as a user runs it: configured by environment, stopped by a signal. */
 final class QuickstartProcess implements AutoCloseable {
     static final String BANNER = "Settle is running at ";
@@ -54,7 +56,7 @@ final class QuickstartProcess implements AutoCloseable {
     }
 
     void awaitBanner(Duration timeout) {
-        SettleSystem.await("the quickstart's banner in " + log, timeout, () -> {
+        await("the quickstart's banner in " + log).atMost(timeout).pollInterval(Duration.ofMillis(20)).until(() -> {
             if (!process.isAlive()) {
                 throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);
             }

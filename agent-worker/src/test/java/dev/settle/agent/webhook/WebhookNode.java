@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 
 /**
  * An agent worker started for real (its webhook dispatcher running) on a database of the shared MariaDB; tests
@@ -98,16 +97,6 @@ final class WebhookNode implements AutoCloseable {
 
     int count(String sql, Object... args) {
         return jdbc.queryForObject(sql, Integer.class, args);
-    }
-
-    static void await(String what, Duration timeout, BooleanSupplier condition) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
-            }
-            sleep(Duration.ofMillis(10));
-        }
     }
 
     static void sleep(Duration d) {

@@ -12,6 +12,7 @@ import java.util.Map;
 
 import static dev.settle.agent.webhook.WebhookNode.SECRET;
 import static dev.settle.agent.webhook.WebhookNode.SECRET_2;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -76,7 +77,9 @@ class WebhookSignatureTest {
                     "attempt " + (i + 1) + ": webhook-timestamp " + ts + ", started at " + started + " µs");
         }
         assertTrue(startedMicros.get(1) - startedMicros.get(0) >= 1_120_000, "the retry gap: " + startedMicros);
-        WebhookNode.await("delivered", LONG, () -> "DELIVERED".equals(oneSecret.status(id)));
+        await("delivered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(10))
+                .until(() -> "DELIVERED".equals(oneSecret.status(id)));
         // the row was queued without an endpoint: the claim stamped the configured one on it
         assertEquals(receiver.url(), oneSecret.row(id).get("endpoint_url"));
     }
