@@ -48,7 +48,7 @@ class DebounceFlowTest {
     /** Once the sessions' timers are gone nothing more can fire for them: read the topic to its end. */
     private static List<SessionReady> allFiredFor(List<Long> ids) {
         await("timers of " + ids + " to fire")
-                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                 .until(() -> sessions.timers(ids) == 0);
         ready.drainToEnd();
         return ready.of(ids);

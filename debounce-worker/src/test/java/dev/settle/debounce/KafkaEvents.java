@@ -55,7 +55,7 @@ final class KafkaEvents {
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
                 SharedInfra.kafkaBootstrap()))) {
             await(group + " to process " + tp + "@" + record.offset())
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> {
                         try {
                             OffsetAndMetadata committed = admin.listConsumerGroupOffsets(group)

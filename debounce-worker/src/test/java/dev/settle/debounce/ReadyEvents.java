@@ -80,7 +80,7 @@ final class ReadyEvents implements AutoCloseable {
     /** Polls until every one of these sessions has at least one event; returns the first event of each. */
     List<SessionReady> awaitFirst(Collection<Long> sessionIds) {
         await("SessionReady for " + sessionIds.size() + " session(s)")
-                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                 .until(() -> {
                     poll(Duration.ofMillis(50));
                     return of(sessionIds).stream().map(SessionReady::sessionId).distinct().count() == sessionIds.size();
@@ -98,7 +98,7 @@ final class ReadyEvents implements AutoCloseable {
     void drainToEnd() {
         Map<TopicPartition, Long> end = consumer.endOffsets(consumer.assignment());
         await("the session-ready topic to be read to its end")
-                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                 .until(() -> {
                     poll(Duration.ofMillis(50));
                     return end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue());

@@ -33,7 +33,7 @@ class ScheduledSweepTest {
             SessionReady fired = ready.awaitFirst(s);
             sessions.markAnswered(s);
             await("the last sweeper timer to fire")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> sessions.timer(s).isEmpty());
             ready.drainToEnd();
 

@@ -44,7 +44,7 @@ class TimersSurviveRestartTest {
             try (ConfigurableApplicationContext second = Workers.start(url, group, props)) {
                 SessionReady fired = ready.awaitFirst(s);
                 await("the timer row to go")
-                        .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                        .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                         .until(() -> sessions.timer(s).isEmpty());
                 ready.drainToEnd();
 

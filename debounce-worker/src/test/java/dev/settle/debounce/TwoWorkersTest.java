@@ -50,7 +50,7 @@ class TwoWorkersTest {
 
             ready.awaitFirst(ids);
             await("every timer to fire")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> sessions.timers(ids) == 0);
             ready.drainToEnd();
 

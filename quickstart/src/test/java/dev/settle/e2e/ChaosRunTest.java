@@ -64,7 +64,7 @@ class ChaosRunTest {
                 }
                 for (AgentProcess agent : agents) {
                     await("every agent process joined")
-                            .atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(20))
+                            .atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                             .until(() -> agent.logContains("partitions assigned"));
                 }
 
@@ -89,7 +89,8 @@ class ChaosRunTest {
                 // quiesce: a client retries a session whose turn failed while the model was down
                 // the backlog left when the workload stops grows with its size: 4 minutes, or 1 per 1,000 bursts
                 await("every session answered and delivered")
-                        .atMost(Duration.ofMinutes(Math.max(4, sessions * bursts / 1000))).pollInterval(Duration.ofMillis(20))
+                        .atMost(Duration.ofMinutes(Math.max(4, sessions * bursts / 1000)))
+                        .pollInterval(Duration.ofMillis(20)).pollInSameThread()
                         .until(() -> {
                             settle.jdbc.queryForList("""
                                     SELECT external_id FROM chat_session

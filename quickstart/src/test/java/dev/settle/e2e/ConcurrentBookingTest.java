@@ -81,7 +81,7 @@ class ConcurrentBookingTest {
             return ModelResponse.toolCalls(calls).delay(Duration.ofMillis(100 + random.nextInt(200)));
         });
         await("both instances consume their share of the partitions")
-                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() ->
                         assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
                                 && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.schema.Topics.PARTITIONS);
@@ -95,7 +95,7 @@ class ConcurrentBookingTest {
             }
         }
         await("every session answered")
-                .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20))
+                .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
         int intended = bookings.stream().mapToInt(Integer::intValue).sum();
         assertEquals(intended, settle.jdbc.queryForObject("""
@@ -110,7 +110,7 @@ class ConcurrentBookingTest {
         }
         // both instances did real work: each committed some of the 100 turns, together exactly 100
         await("every committed turn counted")
-                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> committedTurns(agents.get(0)) + committedTurns(agents.get(1)) == sessions);
         long first = committedTurns(agents.get(0));
         long second = committedTurns(agents.get(1));

@@ -125,11 +125,11 @@ class ExternalToolKillTest {
         try (AgentProcess victim = new AgentProcess(props)) {
             // a child JVM starts slowly on a loaded machine
             await("the victim agent started")
-                    .atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
             await("the victim called the receipt service")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> receipts.attempts.size() == 1);
             assertEquals(List.of("EXECUTING"), statuses(s), "the call is made, its result not committed");
 
@@ -138,10 +138,10 @@ class ExternalToolKillTest {
             ConfigurableApplicationContext survivor = settle.startAgent();
             assertNotNull(survivor.getBean(ToolCatalog.class).get("send_receipt"), "the tool is offered");
             await("one reply after takeover")
-                    .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             await("the successor's turn committed")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.turnStates(s).equals(List.of("FAILED", "COMMITTED")));
 
             assertEquals(2, receipts.attempts.size(), "attempted twice: " + receipts.attempts);

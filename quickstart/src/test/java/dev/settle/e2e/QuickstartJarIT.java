@@ -85,10 +85,10 @@ class QuickstartJarIT {
                 assertEquals(2, api.post(session, "and coffee 12").get("version").asLong());
 
                 await("an assistant reply in " + session)
-                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20))
+                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                         .until(() -> !api.messages(session, "assistant").isEmpty());
                 await(session + " idle")
-                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20))
+                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                         .until(() -> "idle".equals(api.session(session).get("state").asString()));
                 List<JsonNode> replies = api.messages(session, "assistant");
                 assertEquals(1, replies.size(), "replies: " + replies);

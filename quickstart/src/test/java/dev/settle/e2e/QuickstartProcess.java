@@ -56,12 +56,14 @@ final class QuickstartProcess implements AutoCloseable {
     }
 
     void awaitBanner(Duration timeout) {
-        await("the quickstart's banner in " + log).atMost(timeout).pollInterval(Duration.ofMillis(20)).until(() -> {
-            if (!process.isAlive()) {
-                throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);
-            }
-            return output().contains(BANNER);
-        });
+        await("the quickstart's banner in " + log)
+                .atMost(timeout).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> {
+                    if (!process.isAlive()) {
+                        throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);
+                    }
+                    return output().contains(BANNER);
+                });
     }
 
     /** SIGKILL: no shutdown hook, no last write; its MariaDB server keeps running, orphaned. */

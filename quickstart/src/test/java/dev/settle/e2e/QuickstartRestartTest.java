@@ -128,11 +128,11 @@ class QuickstartRestartTest {
     /** Waits for the reply covering {@code version}, then for the session to have nothing left in flight. */
     private static void awaitAnswered(ApiClient api, String session, long version) {
         await("a reply covering version " + version + " of " + session)
-                .atMost(ANSWER).pollInterval(Duration.ofMillis(20))
+                .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> api.messages(session, "assistant").stream()
                         .anyMatch(m -> m.get("coversVersion").asLong() == version));
         await(session + " idle")
-                .atMost(ANSWER).pollInterval(Duration.ofMillis(20))
+                .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> "idle".equals(api.session(session).get("state").asString()));
         assertEquals(version, api.session(session).get("repliedVersion").asLong());
     }

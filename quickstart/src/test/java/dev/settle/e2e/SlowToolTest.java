@@ -82,11 +82,11 @@ class SlowToolTest {
                 settle.post(s, "hold-" + s);
             }
             await("50 turns in flight, each holding its lease")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.modelCallsMentioning("hold-") == 50);
             settle.post(slow, booking);
             await("the tool is inside its call")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> ledgerInsertsWaiting() == 1);
             String ids = String.join(",", all.stream().map(s -> Long.toString(settle.sessionPk(s))).toList());
             assertEquals(51, settle.jdbc.queryForObject("SELECT COUNT(*) FROM chat_session WHERE id IN (" + ids
@@ -94,7 +94,7 @@ class SlowToolTest {
 
             long ttlMicros = SettleSystem.LEASE_TTL.toNanos() / 1000;
             await("the tool has run for three lease TTLs")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.jdbc.queryForObject("""
                             SELECT COUNT(*) FROM tool_execution
                              WHERE session_id = ? AND status = 'EXECUTING' AND started_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""",
@@ -119,7 +119,7 @@ class SlowToolTest {
             blocker.rollback();
         }
         await("the slow session's two messages answered")
-                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(slow).size() == 2);
         assertEquals(List.of(new BigDecimal("9.00")), settle.jdbc.queryForList("""
                 SELECT l.amount FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id

@@ -73,7 +73,9 @@ class SpineTest {
         JsonNode third = settle.post(s, marker + " three");
         assertEquals(3, third.get("version").asLong());
 
-        await("one webhook").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("one webhook")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(SettleSystem.WINDOW.multipliedBy(3));
 
         assertEquals(1, settle.modelCallsMentioning(marker), "exactly one model call");
@@ -109,11 +111,13 @@ class SpineTest {
                 : ModelDouble.echo(r));
         settle.post(s, marker + " first");
         await("the first generation started")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.modelCallsMentioning(marker) == 1);
         settle.post(s, marker + " second");
 
-        await("one webhook").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("one webhook")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(1500));
         assertEquals(1, settle.webhooks(s).size());
         JsonNode hook = settle.webhooks(s).getFirst().json();
@@ -137,7 +141,7 @@ class SpineTest {
         }
         Instant stoppedTyping = lastPost;
         await("every message answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.replies(s).stream().mapToLong(r -> r[1]).max().orElse(0) == messages);
         List<WebhookReceiver.Delivery> hooks = settle.webhooks(s);
         assertTrue(hooks.getFirst().receivedAt().isBefore(stoppedTyping),
@@ -150,7 +154,7 @@ class SpineTest {
         }
         assertEquals(messages + 1, next);
         await("every reply delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == settle.replies(s).size());
     }
 
@@ -161,7 +165,7 @@ class SpineTest {
         MessageAcceptance acceptance = settle.ingest.getBean(MessageAcceptance.class);
         acceptance.accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, "lost event " + s, null, "x"));
         await("the sweeper answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());
@@ -194,7 +198,7 @@ class SpineTest {
         });
 
         await("the sweeper answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());
@@ -219,7 +223,7 @@ class SpineTest {
         });
         settle.post(s, "hook " + s);
         await("acknowledged")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(800));
         List<WebhookReceiver.Delivery> all = settle.allDeliveries(s);
@@ -246,7 +250,7 @@ class SpineTest {
         settle.model.respondWith(r -> r.body().contains(marker) && down.get() ? ModelResponse.error(500) : ModelDouble.echo(r));
         settle.post(s, marker);
         await("reply.failed webhook")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         JsonNode failed = settle.webhooks(s).getFirst().json();
         assertEquals("reply.failed", failed.get("type").asString());
@@ -262,7 +266,7 @@ class SpineTest {
         // an explicit retry while the model is still down fails once more, then stops again
         assertEquals(202, settle.postPath("/v1/sessions/" + s + "/retry"));
         await("second reply.failed")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 2);
         sleep(Duration.ofSeconds(2));
         assertEquals(4, settle.modelCallsMentioning(marker));
@@ -270,12 +274,14 @@ class SpineTest {
         // the model is back; the next message moves the version past the failure: one reply covers both
         down.set(false);
         settle.post(s, marker + " later");
-        await("reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.replies(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.replies(s).size() == 1);
         assertEquals(1, settle.replies(s).getFirst()[0]);
         assertEquals(2, settle.replies(s).getFirst()[1]);
         List<String> types = new ArrayList<>();
         await("three webhooks")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 3);
         settle.webhooks(s).forEach(d -> types.add(d.json().get("type").asString()));
         assertEquals(List.of("reply.failed", "reply.failed", "reply.created"), types);

@@ -50,14 +50,14 @@ class TakeoverTest {
         props.put("logging.file.name", "");
         try (AgentProcess victim = new AgentProcess(props)) {
             await("the victim agent started")
-                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> victim.logContains("Started AgentWorkerApplication"));
             await("the victim joined the group")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, marker);
             await("the victim is generating")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.modelCallsMentioning(marker) == 1);
             assertEquals("generating", settle.get("/v1/sessions/" + s).get("state").asString());
 
@@ -69,7 +69,7 @@ class TakeoverTest {
             settle.model.releaseHangs();
 
             await("one reply after takeover")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             Duration takeover = Duration.between(killedAt, settle.webhooks(s).getFirst().receivedAt());
             settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second reply or delivery can come
@@ -108,11 +108,11 @@ class TakeoverTest {
         try (AgentProcess victim = new AgentProcess(props);
              Connection blocker = settle.holdLedgerGaps()) {
             await("the victim agent started")
-                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
             await("the victim is inside the tool transaction")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.jdbc.queryForObject(
                             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
                             Integer.class) == 1);
@@ -124,7 +124,7 @@ class TakeoverTest {
             blocker.rollback();
             ConfigurableApplicationContext survivor = settle.startAgent();
             await("one reply after takeover")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second booking or reply can come
             assertEquals(1, settle.jdbc.queryForObject("""
@@ -156,11 +156,11 @@ class TakeoverTest {
              Connection rowBlocker = DriverManager.getConnection(url, "root", "");
              Connection dirty = DriverManager.getConnection(url, "root", "")) {
             await("the victim agent started")
-                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
             await("the victim's ledger INSERT waits")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.jdbc.queryForObject(
                             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
                             Integer.class) == 1);
@@ -175,7 +175,7 @@ class TakeoverTest {
             }
             ledgerBlocker.rollback();
             await("the victim's fence waits after its INSERT")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.jdbc.queryForObject(
                             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id FROM chat_session%lease_token%FOR UPDATE'",
                             Integer.class) == 1);
@@ -190,7 +190,7 @@ class TakeoverTest {
             rowBlocker.rollback();
             ConfigurableApplicationContext survivor = settle.startAgent();
             await("one reply after takeover")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second booking or reply can come
             assertEquals(List.of(new BigDecimal("43.00")), settle.jdbc.queryForList("""

@@ -83,11 +83,14 @@ class ToolsTest {
         });
         settle.post(s, lunch);
         await("the first turn waits for its final answer")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
-                .until(() -> settle.model.requests().stream().anyMatch(r -> r.body().contains(lunch) && toolResults(r) == 1));
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.model.requests().stream()
+                        .anyMatch(r -> r.body().contains(lunch) && toolResults(r) == 1));
         settle.post(s, "and coffee 12");
 
-        await("one reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("one reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(800));
         assertEquals(List.of(new BigDecimal("35.00"), new BigDecimal("12.00")), ledger(s));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#1:COMPLETED"), executions(s));
@@ -110,7 +113,9 @@ class ToolsTest {
                         new ToolCall("b", "create_transaction", "{\"amount\":4,\"category\":\"coffee\"}")))
                 : ModelResponse.text("Booked two coffees."));
         settle.post(s, text);
-        await("reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         assertEquals(List.of(new BigDecimal("4.00"), new BigDecimal("4.00")), ledger(s));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#2:COMPLETED"), executions(s));
     }
@@ -130,7 +135,9 @@ class ToolsTest {
                         new ToolCall("u", "delete_everything", "{}")))
                 : ModelResponse.text("Sorry, I could not book that."));
         settle.post(s, text);
-        await("reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         assertEquals(List.of(), ledger(s));
         List<String> failed = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
@@ -158,7 +165,9 @@ class ToolsTest {
     void an_execution_stuck_in_executing_is_failed_by_the_reaper_and_shown_by_the_messages_api() {
         String s = SettleSystem.newSessionId();
         settle.post(s, "hello " + s);
-        await("reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         long pk = settle.sessionPk(s);
         settle.jdbc.update("""
                 INSERT INTO tool_execution (session_id, turn_id, span_from, idem_key, call_id, tool_name, arguments_json,
@@ -166,7 +175,7 @@ class ToolsTest {
                 VALUES (?, 0, 1, SHA2(UUID(), 256), 'stuck', 'create_transaction', '{"amount":1,"category":"food"}', 1, TRUE,
                         'EXECUTING', 'dead-holder', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)""", pk);
         await("the reaper failed it")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.get("/v1/sessions/" + s + "/messages").toString().contains("\"FAILED\""));
         JsonNode step = null;
         for (JsonNode m : settle.get("/v1/sessions/" + s + "/messages").get("messages")) {
@@ -187,7 +196,9 @@ class ToolsTest {
                 : toolResults(r) == 0 ? ModelResponse.toolCall("create_transaction", "{\"amount\":18.5,\"category\":\"transport\",\"note\":\"airport\"}")
                 : ModelResponse.text("Booked."));
         settle.post(s, text);
-        await("reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
         assertEquals(1, turns.size());
         assertEquals("COMMITTED", turns.get(0).get("state").asString());
@@ -217,7 +228,7 @@ class ToolsTest {
         try (java.sql.Connection blocker = settle.holdLedgerGaps()) {
             settle.post(s, text);
             await("the tool step is visible while it runs")
-                    .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                    .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> toolStep(s) != null
                             && "EXECUTING".equals(toolStep(s).get("status").asString()));
             running = toolStep(s);
@@ -226,7 +237,9 @@ class ToolsTest {
         assertEquals("create_transaction", running.get("tool").asString());
         assertEquals(12, running.get("arguments").get("amount").asInt());
         assertTrue(running.get("result") == null || running.get("result").isNull(), running.toString());
-        await("reply").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         JsonNode done = toolStep(s);
         assertEquals(running.get("stepId").asString(), done.get("stepId").asString());
         assertEquals("COMPLETED", done.get("status").asString());

@@ -71,7 +71,7 @@ class TwoAgentsTest {
                 double expected = before[i] + ids.size();
                 await(agent.getEnvironment().getProperty("spring.kafka.consumer.group-id") + " claiming once for each of "
                         + ids.size() + " more hints (" + before[i] + " claims before)")
-                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                         .until(() -> claims(agent) >= expected);
             }
             sleep(Duration.ofSeconds(1));
@@ -131,7 +131,7 @@ class TwoAgentsTest {
         }
 
         await("all sessions answered")
-                .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
+                .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> ids.stream().allMatch(s ->
                         settle.replies(s).size() == 1 && settle.webhooks(s).size() == 1));
         sleep(Duration.ofSeconds(2));

@@ -48,7 +48,7 @@ class WebhookKillTest {
             props.put("logging.file.name", "");
             try (AgentProcess victim = new AgentProcess(props)) {
                 await("the victim agent joined the group")
-                        .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
+                        .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                         .until(() -> victim.logContains("partitions assigned"));
                 String reply = StreamingTest.words("from another process", 60);
                 settle.model.respondWith(r -> r.body().contains(s)
@@ -56,7 +56,7 @@ class WebhookKillTest {
                 settle.post(s, "deliver me " + s);
                 assertStreamedExactlyOnceAcrossAReconnect(settle, s, reply);
                 await("the victim's POST is on the wire")
-                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                         .until(() -> settle.allDeliveries(s).size() == 1);
                 victim.kill();
                 assertFalse(victim.alive());
@@ -81,10 +81,10 @@ class WebhookKillTest {
 
             ConfigurableApplicationContext survivor = settle.startAgent();
             await("re-sent by the survivor and acknowledged")
-                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             await("recorded DELIVERED")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                     .until(() -> "DELIVERED".equals(status(settle, id)));
             sleep(Duration.ofSeconds(1)); // nothing else follows
 

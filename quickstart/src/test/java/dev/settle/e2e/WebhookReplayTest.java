@@ -64,7 +64,9 @@ class WebhookReplayTest {
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(410));
         String first = SettleSystem.newSessionId();
         settle.post(first, "replay one " + first);
-        await("first dead").atMost(LONG).pollInterval(Duration.ofMillis(20)).until(() -> "failed".equals(status(first)));
+        await("first dead")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "failed".equals(status(first)));
         JsonNode dead = onlyDelivery(first);
         assertEquals(410, dead.get("lastStatus").asInt());
         assertEquals(1, settle.receiver.deliveries().size());
@@ -74,7 +76,7 @@ class WebhookReplayTest {
         String second = SettleSystem.newSessionId();
         settle.post(second, "replay two " + second);
         await("second dead")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> "failed".equals(status(second)));
         JsonNode parked = onlyDelivery(second);
         assertTrue(parked.get("lastError").asString().startsWith("endpoint disabled since "), parked.toString());
@@ -104,7 +106,7 @@ class WebhookReplayTest {
         HttpResponse<String> r = retry(dead.get("id").asLong());
         assertEquals(202, r.statusCode(), r.body());
         await("first delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> "delivered".equals(status(first)));
         List<WebhookReceiver.Delivery> acked = settle.webhooks(first);
         assertEquals(1, acked.size());
@@ -119,14 +121,14 @@ class WebhookReplayTest {
 
         assertEquals(202, retry(parked.get("id").asLong()).statusCode());
         await("second delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(second).size() == 1);
         assertEquals(409, retry(parked.get("id").asLong()).statusCode());
 
         String third = SettleSystem.newSessionId();
         settle.post(third, "replay three " + third);
         await("a new reply goes out normally")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20))
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() -> settle.webhooks(third).size() == 1);
     }
 }

@@ -34,7 +34,7 @@ class WebhookCrashTest {
             survivor.start();
 
             await("delivered by the survivor")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> "DELIVERED".equals(node.status(id)));
             assertEquals(1, receiver.deliveries().size());
             assertEquals(node.webhookId(id), receiver.deliveries().getFirst().webhookId());
@@ -112,7 +112,7 @@ class WebhookCrashTest {
             a.close(); // a clean shutdown: the attempt is interrupted after a short grace and handed back
 
             await("delivered by b")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> "DELIVERED".equals(b.status(id)));
             Duration took = Duration.ofNanos(System.nanoTime() - stopping);
             assertTrue(took.compareTo(Duration.ofSeconds(20)) < 0, "no wait for the 30 s claim to expire: " + took);

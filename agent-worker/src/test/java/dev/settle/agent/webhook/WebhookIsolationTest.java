@@ -48,7 +48,7 @@ class WebhookIsolationTest {
             Duration took = Duration.ofNanos(System.nanoTime() - start);
             assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "healthy endpoint took " + took + " (timeout 30 s)");
             await("healthy rows DELIVERED")
-                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> node.count(
                             "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED' AND endpoint_url = ?",
                             healthy.url()) == healthyTotal);

@@ -37,7 +37,7 @@ class WebhookScheduleTest {
             receiver.answerWith(d -> WebhookReceiver.Answer.status(500));
             long id = node.enqueue(node.session("schedule-1"), "schedule-1", receiver.url(), "scheduled");
             await("failed")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> "FAILED".equals(node.status(id)));
             sleep(Duration.ofSeconds(1));
             List<WebhookReceiver.Delivery> all = receiver.deliveries();

@@ -78,7 +78,7 @@ class WebhookSignatureTest {
         }
         assertTrue(startedMicros.get(1) - startedMicros.get(0) >= 1_120_000, "the retry gap: " + startedMicros);
         await("delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(10))
+                .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                 .until(() -> "DELIVERED".equals(oneSecret.status(id)));
         // the row was queued without an endpoint: the claim stamped the configured one on it
         assertEquals(receiver.url(), oneSecret.row(id).get("endpoint_url"));

@@ -37,7 +37,7 @@ class WebhookSsrfTest {
             // queued with its endpoint (as a tenant's would be): only the attempt-time check stands in the way
             long id = node.enqueue(node.session("ssrf-1"), "ssrf-1", receiver.url(), "to loopback");
             await("failed")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> "FAILED".equals(node.status(id)));
             assertEquals(0, receiver.deliveries().size(), "nothing reached the receiver");
             String refused = "refused: webhook host 127.0.0.1 resolves to 127.0.0.1, a loopback address "

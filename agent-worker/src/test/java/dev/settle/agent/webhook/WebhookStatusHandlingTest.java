@@ -55,7 +55,7 @@ class WebhookStatusHandlingTest {
 
     void awaitFinal(long id) {
         await("delivery " + id + " final")
-                .atMost(LONG).pollInterval(Duration.ofMillis(10))
+                .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                 .until(() -> !"PENDING".equals(node.status(id)));
     }
 
@@ -182,7 +182,7 @@ class WebhookStatusHandlingTest {
             });
             long id = enqueue(receiver, "maintenance");
             await("first attempt recorded")
-                    .atMost(LONG).pollInterval(Duration.ofMillis(10))
+                    .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
                     .until(() -> node.row(id).get("last_status") != null);
             assertTrue(((String) node.row(id).get("last_error")).startsWith("HTTP 503 (Retry-After: "),
                     (String) node.row(id).get("last_error"));
