@@ -109,7 +109,11 @@ public final class EmbeddedKafka implements AutoCloseable {
         return p;
     }
 
-    /** Waits until the broker answers {@code describeCluster} with itself. */
+    /**
+     * Waits until the broker answers {@code describeCluster} with itself and coordinates consumer groups: asking for
+     * a group's offsets creates {@code __consumer_offsets} and loads its coordinator, which the first consumer
+     * group would otherwise wait for.
+     */
     private void awaitReady() {
         long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
         try (Admin admin = Admin.create(Map.of(
@@ -120,6 +124,8 @@ public final class EmbeddedKafka implements AutoCloseable {
                 try {
                     if (!admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes()
                             .get(3, TimeUnit.SECONDS).isEmpty()) {
+                        admin.listConsumerGroupOffsets("settle-embedded-ready").partitionsToOffsetAndMetadata()
+                                .get(3, TimeUnit.SECONDS);
                         return;
                     }
                 } catch (InterruptedException e) {
