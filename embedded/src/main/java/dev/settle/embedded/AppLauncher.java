@@ -46,21 +46,27 @@ public final class AppLauncher implements AutoCloseable {
         Map<String, Object> props = new HashMap<>(defaults);
         props.putAll(shared);
         props.putAll(extra);
+        ConfigurableApplicationContext context = launch(app, props, initializers);
+        contexts.add(context);
+        return context;
+    }
+
+    /** Starts one application on its own (defaults, then {@code extra}); the caller closes the context. */
+    public static ConfigurableApplicationContext run(Class<?> app, Map<String, ?> defaults, Map<String, ?> extra,
+                                                     ApplicationContextInitializer<?>... initializers) {
+        Map<String, Object> props = new HashMap<>(defaults);
+        props.putAll(extra);
+        return launch(app, props, initializers);
+    }
+
+    private static ConfigurableApplicationContext launch(Class<?> app, Map<String, Object> props,
+                                                         ApplicationContextInitializer<?>[] initializers) {
         SpringApplicationBuilder builder = new SpringApplicationBuilder(app)
                 .properties(props)
                 .initializers(initializers)
                 .registerShutdownHook(false);
         Object port = props.get("server.port");
-        ConfigurableApplicationContext context = port == null ? builder.run() : builder.run("--server.port=" + port);
-        contexts.add(context);
-        return context;
-    }
-
-    /** Starts one application on its own; the caller closes the context. */
-    public static ConfigurableApplicationContext run(Class<?> app, Map<String, ?> defaults, Map<String, ?> extra,
-                                                     ApplicationContextInitializer<?>... initializers) {
-        AppLauncher launcher = new AppLauncher();
-        return launcher.start(app, defaults, extra, initializers);
+        return port == null ? builder.run() : builder.run("--server.port=" + port);
     }
 
     /** The HTTP port an application listens on. */
