@@ -5,12 +5,12 @@ import dev.settle.agent.webhook.AttemptVerdict;
 import dev.settle.agent.webhook.DeliveryQueue;
 import dev.settle.agent.webhook.WebhookDispatcher;
 import dev.settle.agent.webhook.WebhookEndpoints;
+import dev.settle.embedded.AppLauncher;
 import dev.settle.testsupport.SharedInfra;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
@@ -49,7 +49,7 @@ abstract class AgentContract {
 
     @BeforeAll
     void start() {
-        Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
+        Map<String, Object> props = new HashMap<>();
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
         props.put("server.port", "0");
         props.put("spring.kafka.consumer.group-id", "agent-contract-" + UUID.randomUUID());
@@ -57,7 +57,7 @@ abstract class AgentContract {
         props.put("settle.agent.orphan-scan", "false");
         props.put("settle.lease.ttl", "30s");
         props.putAll(database());
-        context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props).run();
+        context = AppLauncher.run(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), props);
         context.getBean(WebhookDispatcher.class).stop();
         jdbc = context.getBean(JdbcTemplate.class);
         leases = context.getBean(SessionLease.class);

@@ -5,6 +5,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.sql.Connection;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -13,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -87,15 +89,14 @@ class LockOrderTest {
         }
     }
 
-    private static void awaitLockWaits(TestAgent agent, int n) throws InterruptedException {
-        long until = System.nanoTime() + 30_000_000_000L;
-        while (agent.count("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'") < n) {
-            if (System.nanoTime() > until) {
-                throw new AssertionError("fewer than " + n + " transactions waiting for a lock: "
-                        + agent.jdbc.queryForList("SELECT * FROM information_schema.INNODB_TRX"));
-            }
-            Thread.sleep(200); // INNODB_TRX is a cache, refreshed only after 100 ms without reads
-        }
+    private static void awaitLockWaits(TestAgent agent, int n) {
+        // INNODB_TRX is a cache, refreshed only after 100 ms without reads: polled every 200 ms
+        await(n + " transactions waiting for a lock").atMost(Duration.ofSeconds(30))
+                .pollInterval(Duration.ofMillis(200)).pollInSameThread()
+                .untilAsserted(() -> assertTrue(
+                        agent.count("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'") >= n,
+                        () -> "fewer than " + n + " transactions waiting for a lock: "
+                                + agent.jdbc.queryForList("SELECT * FROM information_schema.INNODB_TRX")));
     }
 
     private static Map<String, Object> database(String server) {

@@ -1,7 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.embedded.AppLauncher;
 import dev.settle.testsupport.SharedInfra;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -16,7 +16,7 @@ public final class TestAgent implements AutoCloseable {
 
     /** @param beans extra singletons for the context (e.g. test tools), registered before it starts */
     public TestAgent(String hint, Map<String, Object> extra, Object... beans) {
-        Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
+        Map<String, Object> props = new HashMap<>();
         props.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
         props.put("server.port", "0"); // the actuator; several workers share this JVM
@@ -26,13 +26,12 @@ public final class TestAgent implements AutoCloseable {
         props.put("spring.datasource.hikari.maximum-pool-size", "40");
         props.put("settle.agent.orphan-scan", "false");
         props.putAll(extra);
-        context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props)
-                .initializers(c -> {
+        context = AppLauncher.run(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), props,
+                c -> {
                     for (Object bean : beans) {
                         c.getBeanFactory().registerSingleton(bean.getClass().getName(), bean);
                     }
-                })
-                .run();
+                });
         jdbc = context.getBean(JdbcTemplate.class);
     }
 

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * MessageAccepted in, SessionReady out, through one running worker (real MariaDB, real broker). Every time
@@ -46,7 +47,9 @@ class DebounceFlowTest {
 
     /** Once the sessions' timers are gone nothing more can fire for them: read the topic to its end. */
     private static List<SessionReady> allFiredFor(List<Long> ids) {
-        Await.until("timers of " + ids + " to fire", () -> sessions.timers(ids) == 0);
+        await("timers of " + ids + " to fire")
+                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .until(() -> sessions.timers(ids) == 0);
         ready.drainToEnd();
         return ready.of(ids);
     }
@@ -69,14 +72,14 @@ class DebounceFlowTest {
     }
 
     @Test
-    void steady_typing_fires_with_cause_maxwait_at_the_deadline() {
+    void steady_typing_fires_with_cause_maxwait_at_the_deadline() throws InterruptedException {
         long s = sessions.create();
         MessageAccepted first = sessions.accept(s);
         KafkaEvents.publish(first);
         Instant deadline = first.oldestUnansweredAt().plus(MAXWAIT);
         MessageAccepted latest = first;
         while (latest.acceptedAt().isBefore(deadline.plusMillis(400))) {
-            Await.sleep(Duration.ofMillis(200));
+            Thread.sleep(Duration.ofMillis(200));
             latest = sessions.accept(s);
             KafkaEvents.publish(latest);
         }

@@ -14,7 +14,10 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import java.time.Duration;
 import java.util.Map;
+
+import static org.awaitility.Awaitility.await;
 
 /** Produces MessageAccepted like ingest-api does, and tells when a consumer group has processed a record. */
 final class KafkaEvents {
@@ -51,15 +54,17 @@ final class KafkaEvents {
         TopicPartition tp = new TopicPartition(record.topic(), record.partition());
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
                 SharedInfra.kafkaBootstrap()))) {
-            Await.until(group + " to process " + tp + "@" + record.offset(), () -> {
-                try {
-                    OffsetAndMetadata committed = admin.listConsumerGroupOffsets(group)
-                            .partitionsToOffsetAndMetadata().get().get(tp);
-                    return committed != null && committed.offset() > record.offset();
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            await(group + " to process " + tp + "@" + record.offset())
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> {
+                        try {
+                            OffsetAndMetadata committed = admin.listConsumerGroupOffsets(group)
+                                    .partitionsToOffsetAndMetadata().get().get(tp);
+                            return committed != null && committed.offset() > record.offset();
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    });
         }
     }
 }

@@ -22,6 +22,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 
+import static org.awaitility.Awaitility.await;
+
 /**
  * Reads every SessionReady from the start of the shared topic (all partitions assigned, no group), so that a
  * test can count exactly: once nothing can fire any more, {@link #drainToEnd()} reads up to the end offsets.
@@ -77,10 +79,12 @@ final class ReadyEvents implements AutoCloseable {
 
     /** Polls until every one of these sessions has at least one event; returns the first event of each. */
     List<SessionReady> awaitFirst(Collection<Long> sessionIds) {
-        Await.until("SessionReady for " + sessionIds.size() + " session(s)", () -> {
-            poll(Duration.ofMillis(50));
-            return of(sessionIds).stream().map(SessionReady::sessionId).distinct().count() == sessionIds.size();
-        });
+        await("SessionReady for " + sessionIds.size() + " session(s)")
+                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .until(() -> {
+                    poll(Duration.ofMillis(50));
+                    return of(sessionIds).stream().map(SessionReady::sessionId).distinct().count() == sessionIds.size();
+                });
         return sessionIds.stream()
                 .map(id -> of(id).getFirst())
                 .toList();
@@ -93,10 +97,12 @@ final class ReadyEvents implements AutoCloseable {
     /** Reads everything published up to now. */
     void drainToEnd() {
         Map<TopicPartition, Long> end = consumer.endOffsets(consumer.assignment());
-        Await.until("the session-ready topic to be read to its end", () -> {
-            poll(Duration.ofMillis(50));
-            return end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue());
-        });
+        await("the session-ready topic to be read to its end")
+                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .until(() -> {
+                    poll(Duration.ofMillis(50));
+                    return end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue());
+                });
     }
 
     @Override

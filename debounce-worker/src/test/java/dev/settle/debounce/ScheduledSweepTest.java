@@ -5,10 +5,12 @@ import dev.settle.testsupport.SharedInfra;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The sweep runs by itself: a session whose agent died mid-turn (lease expired) and whose events are gone is
@@ -30,7 +32,9 @@ class ScheduledSweepTest {
 
             SessionReady fired = ready.awaitFirst(s);
             sessions.markAnswered(s);
-            Await.until("the last sweeper timer to fire", () -> sessions.timer(s).isEmpty());
+            await("the last sweeper timer to fire")
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> sessions.timer(s).isEmpty());
             ready.drainToEnd();
 
             assertThat(fired.cause()).isEqualTo("sweeper");

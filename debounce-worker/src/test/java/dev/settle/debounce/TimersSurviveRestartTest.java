@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /** The timer lives in the database, not in the worker: a restart between arm and fire loses nothing. */
 class TimersSurviveRestartTest {
@@ -42,7 +43,9 @@ class TimersSurviveRestartTest {
 
             try (ConfigurableApplicationContext second = Workers.start(url, group, props)) {
                 SessionReady fired = ready.awaitFirst(s);
-                Await.until("the timer row to go", () -> sessions.timer(s).isEmpty());
+                await("the timer row to go")
+                        .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                        .until(() -> sessions.timer(s).isEmpty());
                 ready.drainToEnd();
 
                 assertThat(ready.of(List.of(s))).containsExactly(fired);

@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +16,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /** Two worker instances poll one timer table: every armed timer is published exactly once in total. */
 class TwoWorkersTest {
@@ -47,7 +49,9 @@ class TwoWorkersTest {
             }
 
             ready.awaitFirst(ids);
-            Await.until("every timer to fire", () -> sessions.timers(ids) == 0);
+            await("every timer to fire")
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> sessions.timers(ids) == 0);
             ready.drainToEnd();
 
             List<SessionReady> fired = ready.of(ids);

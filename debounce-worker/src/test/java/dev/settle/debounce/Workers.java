@@ -1,7 +1,7 @@
 package dev.settle.debounce;
 
+import dev.settle.embedded.AppLauncher;
 import dev.settle.testsupport.SharedInfra;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
@@ -28,10 +28,7 @@ final class Workers {
         p.put("logging.level.kafka", "warn");
         p.put("logging.level.org.apache.kafka.clients.consumer.internals.ConsumerCoordinator", "info");
         p.putAll(overrides);
-        return new SpringApplicationBuilder(DebounceWorkerApplication.class)
-                .properties(DebounceWorkerApplication.defaultProperties())
-                .properties(p)
-                .run();
+        return AppLauncher.run(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), p);
     }
 
     static JdbcClient jdbc(ConfigurableApplicationContext context) {

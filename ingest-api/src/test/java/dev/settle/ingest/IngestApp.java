@@ -1,8 +1,7 @@
 package dev.settle.ingest;
 
+import dev.settle.embedded.AppLauncher;
 import dev.settle.testsupport.SharedInfra;
-import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -11,6 +10,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 
 /** The ingest API started for real on a fresh database of the shared MariaDB and the shared broker. */
@@ -35,20 +35,17 @@ final class IngestApp implements AutoCloseable {
 
     /** On any database and broker (compatibility runs). */
     IngestApp(String jdbcUrl, String kafkaBootstrap, Map<String, Object> extra) {
-        context = new SpringApplicationBuilder(IngestApiApplication.class)
-                .properties(IngestApiApplication.defaultProperties())
-                .properties(Map.of(
-                        "server.port", "0",
-                        "management.server.port", "0",
-                        "settle.api-key", KEY,
-                        "settle.admin-key", ADMIN_KEY,
-                        "spring.datasource.url", jdbcUrl,
-                        "spring.kafka.bootstrap-servers", kafkaBootstrap))
-                .properties(extra)
-                .run();
-        int port = ((WebServerApplicationContext) context).getWebServer().getPort();
-        base = "http://127.0.0.1:" + port;
-        management = "http://127.0.0.1:" + context.getEnvironment().getRequiredProperty("local.management.port");
+        Map<String, Object> props = new HashMap<>(Map.of(
+                "server.port", "0",
+                "management.server.port", "0",
+                "settle.api-key", KEY,
+                "settle.admin-key", ADMIN_KEY,
+                "spring.datasource.url", jdbcUrl,
+                "spring.kafka.bootstrap-servers", kafkaBootstrap));
+        props.putAll(extra);
+        context = AppLauncher.run(IngestApiApplication.class, IngestApiApplication.defaultProperties(), props);
+        base = "http://127.0.0.1:" + AppLauncher.port(context);
+        management = "http://127.0.0.1:" + AppLauncher.managementPort(context);
         jdbc = context.getBean(JdbcTemplate.class);
     }
 

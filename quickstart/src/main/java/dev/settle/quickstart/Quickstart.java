@@ -1,7 +1,7 @@
 package dev.settle.quickstart;
 
-import dev.settle.testsupport.EmbeddedKafka;
-import dev.settle.testsupport.EmbeddedMariaDb;
+import dev.settle.embedded.EmbeddedKafka;
+import dev.settle.embedded.EmbeddedMariaDb;
 
 import java.nio.file.Path;
 import java.util.ArrayDeque;

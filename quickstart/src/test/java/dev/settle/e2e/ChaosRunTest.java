@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -63,7 +63,9 @@ class ChaosRunTest {
                     agents.add(new AgentProcess(processProps));
                 }
                 for (AgentProcess agent : agents) {
-                    await("every agent process joined", Duration.ofSeconds(180), () -> agent.logContains("partitions assigned"));
+                    await("every agent process joined")
+                            .atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                            .until(() -> agent.logContains("partitions assigned"));
                 }
 
                 warmUp(settle, sessions);
@@ -86,16 +88,19 @@ class ChaosRunTest {
                 }
                 // quiesce: a client retries a session whose turn failed while the model was down
                 // the backlog left when the workload stops grows with its size: 4 minutes, or 1 per 1,000 bursts
-                await("every session answered and delivered", Duration.ofMinutes(Math.max(4, sessions * bursts / 1000)), () -> {
-                    settle.jdbc.queryForList("""
-                            SELECT external_id FROM chat_session
-                             WHERE version > replied_version AND failed_version >= version""", String.class)
-                            .forEach(s -> settle.postPath("/v1/sessions/" + s + "/retry"));
-                    return settle.jdbc.queryForObject("""
-                            SELECT COUNT(*) FROM chat_session WHERE version > replied_version""", Integer.class) == 0
-                            && settle.jdbc.queryForObject("""
-                            SELECT COUNT(*) FROM webhook_delivery WHERE status = 'PENDING'""", Integer.class) == 0;
-                });
+                await("every session answered and delivered")
+                        .atMost(Duration.ofMinutes(Math.max(4, sessions * bursts / 1000)))
+                        .pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .until(() -> {
+                            settle.jdbc.queryForList("""
+                                    SELECT external_id FROM chat_session
+                                     WHERE version > replied_version AND failed_version >= version""", String.class)
+                                    .forEach(s -> settle.postPath("/v1/sessions/" + s + "/retry"));
+                            return settle.jdbc.queryForObject("""
+                                    SELECT COUNT(*) FROM chat_session WHERE version > replied_version""", Integer.class) == 0
+                                    && settle.jdbc.queryForObject("""
+                                    SELECT COUNT(*) FROM webhook_delivery WHERE status = 'PENDING'""", Integer.class) == 0;
+                        });
                 Duration took = Duration.between(started, Instant.now());
                 faults.closeAgents();
 

@@ -19,7 +19,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -80,9 +80,11 @@ class ConcurrentBookingTest {
             }
             return ModelResponse.toolCalls(calls).delay(Duration.ofMillis(100 + random.nextInt(200)));
         });
-        await("both instances consume their share of the partitions", Duration.ofSeconds(60), () ->
-                assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
-                        && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.schema.Topics.PARTITIONS);
+        await("both instances consume their share of the partitions")
+                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() ->
+                        assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
+                                && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.schema.Topics.PARTITIONS);
         try (ExecutorService clients = Executors.newFixedThreadPool(16)) {
             List<Future<?>> posts = new ArrayList<>();
             for (String s : ids) {
@@ -92,8 +94,9 @@ class ConcurrentBookingTest {
                 f.get();
             }
         }
-        await("every session answered", Duration.ofSeconds(120),
-                () -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
+        await("every session answered")
+                .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
         int intended = bookings.stream().mapToInt(Integer::intValue).sum();
         assertEquals(intended, settle.jdbc.queryForObject("""
                 SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
@@ -106,8 +109,9 @@ class ConcurrentBookingTest {
             assertEquals(List.of("COMMITTED"), settle.turnStates(s), s);
         }
         // both instances did real work: each committed some of the 100 turns, together exactly 100
-        await("every committed turn counted", Duration.ofSeconds(10),
-                () -> committedTurns(agents.get(0)) + committedTurns(agents.get(1)) == sessions);
+        await("every committed turn counted")
+                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> committedTurns(agents.get(0)) + committedTurns(agents.get(1)) == sessions);
         long first = committedTurns(agents.get(0));
         long second = committedTurns(agents.get(1));
         System.out.println("committed turns per instance: " + first + " + " + second);

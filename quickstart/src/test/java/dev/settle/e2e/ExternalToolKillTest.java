@@ -24,7 +24,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -124,18 +124,25 @@ class ExternalToolKillTest {
         props.put("spring.kafka.consumer.group-id", settle.agentGroup());
         try (AgentProcess victim = new AgentProcess(props)) {
             // a child JVM starts slowly on a loaded machine
-            await("the victim agent started", Duration.ofMinutes(4), () -> victim.logContains("partitions assigned"));
+            await("the victim agent started")
+                    .atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
-            await("the victim called the receipt service", Duration.ofSeconds(60), () -> receipts.attempts.size() == 1);
+            await("the victim called the receipt service")
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> receipts.attempts.size() == 1);
             assertEquals(List.of("EXECUTING"), statuses(s), "the call is made, its result not committed");
 
             victim.kill(); // after the outside call, before the tool's transaction commits
             receipts.releaseFirst.countDown();
             ConfigurableApplicationContext survivor = settle.startAgent();
             assertNotNull(survivor.getBean(ToolCatalog.class).get("send_receipt"), "the tool is offered");
-            await("one reply after takeover", Duration.ofSeconds(120), () -> settle.webhooks(s).size() == 1);
-            await("the successor's turn committed", Duration.ofSeconds(30),
-                    () -> settle.turnStates(s).equals(List.of("FAILED", "COMMITTED")));
+            await("one reply after takeover")
+                    .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.webhooks(s).size() == 1);
+            await("the successor's turn committed")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.turnStates(s).equals(List.of("FAILED", "COMMITTED")));
 
             assertEquals(2, receipts.attempts.size(), "attempted twice: " + receipts.attempts);
             assertEquals(1, receipts.attempts.stream().map(Attempt::key).distinct().count(), "with one key");

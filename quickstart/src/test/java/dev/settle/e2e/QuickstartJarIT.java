@@ -1,7 +1,7 @@
 package dev.settle.e2e;
 
-import dev.settle.testsupport.EmbeddedMariaDb;
-import dev.settle.testsupport.FreePort;
+import dev.settle.embedded.EmbeddedMariaDb;
+import dev.settle.embedded.FreePort;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -84,8 +84,12 @@ class QuickstartJarIT {
                 assertEquals(1, api.post(session, "lunch 35").get("version").asLong());
                 assertEquals(2, api.post(session, "and coffee 12").get("version").asLong());
 
-                await("an assistant reply in " + session, ANSWER, () -> !api.messages(session, "assistant").isEmpty());
-                await(session + " idle", ANSWER, () -> "idle".equals(api.session(session).get("state").asString()));
+                await("an assistant reply in " + session)
+                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .until(() -> !api.messages(session, "assistant").isEmpty());
+                await(session + " idle")
+                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .until(() -> "idle".equals(api.session(session).get("state").asString()));
                 List<JsonNode> replies = api.messages(session, "assistant");
                 assertEquals(1, replies.size(), "replies: " + replies);
                 assertEquals(2, replies.getFirst().get("coversVersion").asLong());

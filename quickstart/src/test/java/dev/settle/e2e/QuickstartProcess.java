@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static org.awaitility.Awaitility.await;
+
 /** The quickstart in its own JVM, as a user runs it: configured by environment, stopped by a signal. */
 final class QuickstartProcess implements AutoCloseable {
     static final String BANNER = "Settle is running at ";
@@ -54,12 +56,14 @@ final class QuickstartProcess implements AutoCloseable {
     }
 
     void awaitBanner(Duration timeout) {
-        SettleSystem.await("the quickstart's banner in " + log, timeout, () -> {
-            if (!process.isAlive()) {
-                throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);
-            }
-            return output().contains(BANNER);
-        });
+        await("the quickstart's banner in " + log)
+                .atMost(timeout).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> {
+                    if (!process.isAlive()) {
+                        throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);
+                    }
+                    return output().contains(BANNER);
+                });
     }
 
     /** SIGKILL: no shutdown hook, no last write; its MariaDB server keeps running, orphaned. */

@@ -1,7 +1,7 @@
 package dev.settle.e2e;
 
-import dev.settle.testsupport.EmbeddedMariaDb;
-import dev.settle.testsupport.FreePort;
+import dev.settle.embedded.EmbeddedMariaDb;
+import dev.settle.embedded.FreePort;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -17,7 +17,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.function.Function;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -127,9 +127,13 @@ class QuickstartRestartTest {
 
     /** Waits for the reply covering {@code version}, then for the session to have nothing left in flight. */
     private static void awaitAnswered(ApiClient api, String session, long version) {
-        await("a reply covering version " + version + " of " + session, ANSWER, () -> api.messages(session, "assistant").stream()
-                .anyMatch(m -> m.get("coversVersion").asLong() == version));
-        await(session + " idle", ANSWER, () -> "idle".equals(api.session(session).get("state").asString()));
+        await("a reply covering version " + version + " of " + session)
+                .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> api.messages(session, "assistant").stream()
+                        .anyMatch(m -> m.get("coversVersion").asLong() == version));
+        await(session + " idle")
+                .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "idle".equals(api.session(session).get("state").asString()));
         assertEquals(version, api.session(session).get("repliedVersion").asLong());
     }
 

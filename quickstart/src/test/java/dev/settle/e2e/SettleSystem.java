@@ -18,7 +18,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 
 /**
  * The whole of Settle for end-to-end tests: ingest API, debounce worker and agent worker(s) started for real
@@ -289,16 +288,6 @@ public final class SettleSystem implements AutoCloseable {
     /** Model requests whose prompt mentions {@code marker}. */
     public long modelCallsMentioning(String marker) {
         return model.requests().stream().filter(r -> r.body().contains(marker)).count();
-    }
-
-    public static void await(String what, Duration timeout, BooleanSupplier condition) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
-            }
-            sleep(Duration.ofMillis(20));
-        }
     }
 
     public static void sleep(Duration d) {

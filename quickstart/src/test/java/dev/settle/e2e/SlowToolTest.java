@@ -20,7 +20,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -81,19 +81,24 @@ class SlowToolTest {
             for (String s : others) {
                 settle.post(s, "hold-" + s);
             }
-            await("50 turns in flight, each holding its lease", Duration.ofSeconds(60),
-                    () -> settle.modelCallsMentioning("hold-") == 50);
+            await("50 turns in flight, each holding its lease")
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.modelCallsMentioning("hold-") == 50);
             settle.post(slow, booking);
-            await("the tool is inside its call", Duration.ofSeconds(30), () -> ledgerInsertsWaiting() == 1);
+            await("the tool is inside its call")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> ledgerInsertsWaiting() == 1);
             String ids = String.join(",", all.stream().map(s -> Long.toString(settle.sessionPk(s))).toList());
             assertEquals(51, settle.jdbc.queryForObject("SELECT COUNT(*) FROM chat_session WHERE id IN (" + ids
                     + ") AND lease_epoch = 1 AND lease_expires_at > UTC_TIMESTAMP(6)", Integer.class), "51 leases held");
 
             long ttlMicros = SettleSystem.LEASE_TTL.toNanos() / 1000;
-            await("the tool has run for three lease TTLs", Duration.ofSeconds(60), () -> settle.jdbc.queryForObject("""
-                    SELECT COUNT(*) FROM tool_execution
-                     WHERE session_id = ? AND status = 'EXECUTING' AND started_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""",
-                    Integer.class, settle.sessionPk(slow), 3 * ttlMicros) == 1);
+            await("the tool has run for three lease TTLs")
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.jdbc.queryForObject("""
+                            SELECT COUNT(*) FROM tool_execution
+                             WHERE session_id = ? AND status = 'EXECUTING' AND started_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""",
+                            Integer.class, settle.sessionPk(slow), 3 * ttlMicros) == 1);
             assertEquals(1, ledgerInsertsWaiting(), "the tool is still inside its call");
 
             // a POST to every session, the slow one included: each accepted while the tool still runs
@@ -113,7 +118,9 @@ class SlowToolTest {
             assertEquals(0, meter("settle.lease.fenced"));
             blocker.rollback();
         }
-        await("the slow session's two messages answered", Duration.ofSeconds(60), () -> settle.webhooks(slow).size() == 2);
+        await("the slow session's two messages answered")
+                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(slow).size() == 2);
         assertEquals(List.of(new BigDecimal("9.00")), settle.jdbc.queryForList("""
                 SELECT l.amount FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
                  WHERE s.external_id = ?""", BigDecimal.class, slow), "the effect committed exactly once");

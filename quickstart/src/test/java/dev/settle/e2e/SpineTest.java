@@ -25,8 +25,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -73,7 +73,9 @@ class SpineTest {
         JsonNode third = settle.post(s, marker + " three");
         assertEquals(3, third.get("version").asLong());
 
-        await("one webhook", LONG, () -> settle.webhooks(s).size() == 1);
+        await("one webhook")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(SettleSystem.WINDOW.multipliedBy(3));
 
         assertEquals(1, settle.modelCallsMentioning(marker), "exactly one model call");
@@ -108,10 +110,14 @@ class SpineTest {
                 : r.body().contains(marker) ? ModelResponse.text("stale answer").delay(Duration.ofMillis(1000))
                 : ModelDouble.echo(r));
         settle.post(s, marker + " first");
-        await("the first generation started", LONG, () -> settle.modelCallsMentioning(marker) == 1);
+        await("the first generation started")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.modelCallsMentioning(marker) == 1);
         settle.post(s, marker + " second");
 
-        await("one webhook", LONG, () -> settle.webhooks(s).size() == 1);
+        await("one webhook")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(1500));
         assertEquals(1, settle.webhooks(s).size());
         JsonNode hook = settle.webhooks(s).getFirst().json();
@@ -134,7 +140,9 @@ class SpineTest {
             sleep(Duration.ofMillis(300));
         }
         Instant stoppedTyping = lastPost;
-        await("every message answered", LONG, () -> settle.replies(s).stream().mapToLong(r -> r[1]).max().orElse(0) == messages);
+        await("every message answered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.replies(s).stream().mapToLong(r -> r[1]).max().orElse(0) == messages);
         List<WebhookReceiver.Delivery> hooks = settle.webhooks(s);
         assertTrue(hooks.getFirst().receivedAt().isBefore(stoppedTyping),
                 "first reply at " + hooks.getFirst().receivedAt() + ", typing stopped at " + stoppedTyping);
@@ -145,7 +153,9 @@ class SpineTest {
             next = reply[1] + 1;
         }
         assertEquals(messages + 1, next);
-        await("every reply delivered", LONG, () -> settle.webhooks(s).size() == settle.replies(s).size());
+        await("every reply delivered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == settle.replies(s).size());
     }
 
     @Test
@@ -154,7 +164,9 @@ class SpineTest {
         // committed exactly as the API does, but no MessageAccepted is ever published
         MessageAcceptance acceptance = settle.ingest.getBean(MessageAcceptance.class);
         acceptance.accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, "lost event " + s, null, "x"));
-        await("the sweeper answered", LONG, () -> settle.webhooks(s).size() == 1);
+        await("the sweeper answered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());
         assertEquals(1, settle.webhooks(s).size());
@@ -185,7 +197,9 @@ class SpineTest {
                     .param(accepted.sessionPk()).update(), "the fired timer's row deleted");
         });
 
-        await("the sweeper answered", LONG, () -> settle.webhooks(s).size() == 1);
+        await("the sweeper answered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());
         assertEquals(1, settle.replies(s).getFirst()[0]);
@@ -208,7 +222,9 @@ class SpineTest {
             return WebhookReceiver.Answer.status(mine && earlier <= 2 ? 500 : 200);
         });
         settle.post(s, "hook " + s);
-        await("acknowledged", LONG, () -> settle.webhooks(s).size() == 1);
+        await("acknowledged")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(800));
         List<WebhookReceiver.Delivery> all = settle.allDeliveries(s);
         assertEquals(3, all.size());
@@ -233,7 +249,9 @@ class SpineTest {
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
         settle.model.respondWith(r -> r.body().contains(marker) && down.get() ? ModelResponse.error(500) : ModelDouble.echo(r));
         settle.post(s, marker);
-        await("reply.failed webhook", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply.failed webhook")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         JsonNode failed = settle.webhooks(s).getFirst().json();
         assertEquals("reply.failed", failed.get("type").asString());
         assertTrue(failed.get("data").get("error").asString().contains("model failed"));
@@ -247,18 +265,24 @@ class SpineTest {
 
         // an explicit retry while the model is still down fails once more, then stops again
         assertEquals(202, settle.postPath("/v1/sessions/" + s + "/retry"));
-        await("second reply.failed", LONG, () -> settle.webhooks(s).size() == 2);
+        await("second reply.failed")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 2);
         sleep(Duration.ofSeconds(2));
         assertEquals(4, settle.modelCallsMentioning(marker));
 
         // the model is back; the next message moves the version past the failure: one reply covers both
         down.set(false);
         settle.post(s, marker + " later");
-        await("reply", LONG, () -> settle.replies(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.replies(s).size() == 1);
         assertEquals(1, settle.replies(s).getFirst()[0]);
         assertEquals(2, settle.replies(s).getFirst()[1]);
         List<String> types = new ArrayList<>();
-        await("three webhooks", LONG, () -> settle.webhooks(s).size() == 3);
+        await("three webhooks")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 3);
         settle.webhooks(s).forEach(d -> types.add(d.json().get("type").asString()));
         assertEquals(List.of("reply.failed", "reply.failed", "reply.created"), types);
         assertEquals(409, settle.postPath("/v1/sessions/" + s + "/retry"), "nothing failed any more");

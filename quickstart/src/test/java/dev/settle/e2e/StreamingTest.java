@@ -22,8 +22,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -105,7 +105,9 @@ class StreamingTest {
                 f.get();
             }
         }
-        await("every session answered", LONG, () -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
+        await("every session answered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
         for (String s : ids) {
             String expected = words("reply to " + s + " ünïcödé 🍜", 80);
             assertEquals(expected, committedText(s), s);
@@ -159,9 +161,11 @@ class StreamingTest {
                 : r.body().contains("second " + s) ? ModelResponse.text("both answered").usage(40, 3)
                 : ModelResponse.text(slow).chunkSize(8).chunkDelay(Duration.ofMillis(50)).usage(30, 200));
         settle.post(s, "first " + s);
-        await("the slow stream is streaming", LONG, () -> settle.jdbc.queryForObject("""
-                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
-                 WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
+        await("the slow stream is streaming")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.jdbc.queryForObject("""
+                        SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                         WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
         MeterRegistry meters = settle.agent.getBean(MeterRegistry.class);
         double metricBefore = meters.counter("settle.discarded.tokens").count();
         settle.post(s, "second " + s);
@@ -175,7 +179,9 @@ class StreamingTest {
         assertTrue(cutAt < slow.length() / 2, "the stream was cut after " + cutAt + " of " + slow.length()
                 + " characters: the interrupt must land well before the answer would have finished");
 
-        await("one reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("one reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(500));
         assertEquals("reply.created", settle.webhooks(s).getFirst().json().get("type").asString(), settle.webhooks(s).getFirst().body() + " turns: " + settle.get("/v1/sessions/" + s + "/turns"));
         assertEquals("both answered", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
@@ -213,7 +219,9 @@ class StreamingTest {
             sleep(Duration.ofMillis(200));
         }
         Instant typingEnded = stoppedTyping;
-        await("all answered", LONG, () -> settle.get("/v1/sessions/" + s).get("repliedVersion").asLong() == messages);
+        await("all answered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.get("/v1/sessions/" + s).get("repliedVersion").asLong() == messages);
         assertTrue(settle.webhooks(s).getFirst().receivedAt().isBefore(typingEnded), "a turn committed while typing went on");
         // a turn may be interrupted only before the max-wait deadline of the oldest message it answered
         List<java.util.Map<String, Object>> turns = settle.jdbc.queryForList("""
@@ -246,10 +254,12 @@ class StreamingTest {
                 .chunkSize(2).chunkDelay(Duration.ofMillis(150)));
         settle.post(s, "A " + s);
         // the turn row exists only after the turn read its span, so B cannot slip into A's turn
-        await("A's turn is generating", LONG, () -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
-                && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        await("A's turn is generating")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
+                        && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         int status = settle.postStatus(s, "B " + s);
-        await("settled", LONG, () -> {
+        await("settled").atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread().until(() -> {
             JsonNode session = settle.get("/v1/sessions/" + s);
             return session.get("repliedVersion").asLong() == session.get("version").asLong()
                     && "idle".equals(session.get("state").asString());
@@ -294,8 +304,10 @@ class StreamingTest {
                 ? ModelResponse.text(words("answer to A", 30)).chunkSize(4).chunkDelay(Duration.ofMillis(100))
                 : ModelResponse.text("answer to " + r.lastUserText()));
         settle.post(s, "A " + s);
-        await("A's turn is generating", LONG, () -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
-                && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        await("A's turn is generating")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
+                        && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         settle.post(s, "B1 " + s);
         settle.post(s, "B2 " + s);
         sleep(SettleSystem.WINDOW.multipliedBy(2)); // B's timer fires: a burst end at version 3
@@ -303,15 +315,17 @@ class StreamingTest {
         settle.post(s, "C2 " + s);
         // where the bursts ended is the debounce worker's call (on a loaded machine B1 and B2 can be a window
         // apart and form two bursts); what must hold is one reply per recorded burst, never one for all
-        await("C's burst fired while A's turn still runs", LONG, () -> settle.jdbc.queryForObject("""
-                SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id
-                 WHERE s.external_id = ? AND b.end_version = 5""", Integer.class, s) == 1);
+        await("C's burst fired while A's turn still runs")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.jdbc.queryForObject("""
+                        SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id
+                         WHERE s.external_id = ? AND b.end_version = 5""", Integer.class, s) == 1);
         List<Long> ends = settle.jdbc.queryForList("""
                 SELECT b.end_version FROM session_burst b JOIN chat_session s ON s.id = b.session_id
                  WHERE s.external_id = ? AND b.end_version > 1 ORDER BY b.end_version""", Long.class, s);
         assertEquals(List.of("RUNNING"), settle.turnStates(s), "the bursts must pile up during A's turn");
         assertTrue(ends.contains(3L) && ends.contains(5L), "B and C are separate bursts: " + ends);
-        await("all five answered", LONG, () -> {
+        await("all five answered").atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread().until(() -> {
             JsonNode session = settle.get("/v1/sessions/" + s);
             return session.get("repliedVersion").asLong() == 5 && "idle".equals(session.get("state").asString());
         });
@@ -345,12 +359,18 @@ class StreamingTest {
         MeterRegistry meters = settle.agent.getBean(MeterRegistry.class);
         double metricBefore = meters.counter("settle.discarded.tokens").count();
         settle.post(s, "first " + s);
-        await("the second model call is streaming", LONG, () -> settle.jdbc.queryForObject("""
-                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
-                 WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
+        await("the second model call is streaming")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.jdbc.queryForObject("""
+                        SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                         WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
         settle.post(s, "second " + s);
-        await("one reply", LONG, () -> settle.replies(s).size() == 1);
-        await("settled", LONG, () -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        await("one reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.replies(s).size() == 1);
+        await("settled")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
         assertEquals(2, turns.size());
         JsonNode cut = turns.get(0);
@@ -383,10 +403,14 @@ class StreamingTest {
         assertEquals(409, problem.get("status").asInt());
         assertTrue(problem.get("type").asString().endsWith("session-busy"), refused.body());
         assertEquals(1, settle.get("/v1/sessions/" + s).get("version").asLong(), "B was not stored");
-        await("A answered", LONG, () -> settle.replies(s).size() == 1);
+        await("A answered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.replies(s).size() == 1);
         assertEquals(List.of("1-1"), settle.replies(s).stream().map(r -> r[0] + "-" + r[1]).toList());
         // answered and idle again: the next message is accepted
-        await("idle", LONG, () -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+        await("idle")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         assertEquals(2, settle.post(s, "C " + s).get("version").asLong());
     }
 
@@ -401,18 +425,24 @@ class StreamingTest {
         settle.model.respondWith(r -> r.body().contains(s)
                 ? ModelResponse.text(words("answer", 60)).chunkSize(6).chunkDelay(Duration.ofMillis(30)) : ModelDouble.echo(r));
         settle.post(s, "tell me " + s);
-        await("a few deltas persisted", LONG, () -> settle.jdbc.queryForObject("""
-                SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
-                 WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
+        await("a few deltas persisted")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.jdbc.queryForObject("""
+                        SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                         WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
         assertEquals(1, settle.jdbc.update("""
                 DELETE e FROM session_event e JOIN chat_session s ON s.id = e.session_id
                  WHERE s.external_id = ? AND e.type = 'reply.delta' AND e.chunk_seq = 1""", s));
-        await("the turn ended", LONG, () -> !settle.turnStates(s).contains("RUNNING") && !settle.turnStates(s).isEmpty());
+        await("the turn ended")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> !settle.turnStates(s).contains("RUNNING") && !settle.turnStates(s).isEmpty());
         assertEquals(List.of("FAILED"), settle.turnStates(s));
         JsonNode turn = settle.get("/v1/sessions/" + s + "/turns").get("turns").get(0);
         assertEquals("persisted stream differs from the model's text", turn.get("reason").asString());
         assertEquals(0, settle.replies(s).size(), "no reply with missing text");
-        await("reply.failed sent", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply.failed sent")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         assertEquals("reply.failed", settle.webhooks(s).getFirst().json().get("type").asString());
         assertEquals(1, (int) settle.jdbc.queryForObject("""
                 SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id

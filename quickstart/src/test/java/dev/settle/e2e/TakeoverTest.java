@@ -19,7 +19,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -49,10 +49,16 @@ class TakeoverTest {
         props.put("spring.kafka.consumer.group-id", settle.agentGroup());
         props.put("logging.file.name", "");
         try (AgentProcess victim = new AgentProcess(props)) {
-            await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("Started AgentWorkerApplication"));
-            await("the victim joined the group", Duration.ofSeconds(30), () -> victim.logContains("partitions assigned"));
+            await("the victim agent started")
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> victim.logContains("Started AgentWorkerApplication"));
+            await("the victim joined the group")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, marker);
-            await("the victim is generating", Duration.ofSeconds(30), () -> settle.modelCallsMentioning(marker) == 1);
+            await("the victim is generating")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.modelCallsMentioning(marker) == 1);
             assertEquals("generating", settle.get("/v1/sessions/" + s).get("state").asString());
 
             ConfigurableApplicationContext survivor = settle.startAgent();
@@ -62,7 +68,9 @@ class TakeoverTest {
                     "SELECT lease_expires_at FROM chat_session WHERE external_id = ?", java.time.LocalDateTime.class, s);
             settle.model.releaseHangs();
 
-            await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
+            await("one reply after takeover")
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.webhooks(s).size() == 1);
             Duration takeover = Duration.between(killedAt, settle.webhooks(s).getFirst().receivedAt());
             settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second reply or delivery can come
             assertEquals(1, settle.webhooks(s).size());
@@ -99,11 +107,15 @@ class TakeoverTest {
         // blocker: every gap of ledger_entry held, so the victim's INSERT will wait inside its tool transaction
         try (AgentProcess victim = new AgentProcess(props);
              Connection blocker = settle.holdLedgerGaps()) {
-            await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("partitions assigned"));
+            await("the victim agent started")
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
-            await("the victim is inside the tool transaction", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
-                    Integer.class) == 1);
+            await("the victim is inside the tool transaction")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
+                            Integer.class) == 1);
             assertEquals("EXECUTING", settle.jdbc.queryForObject("""
                     SELECT t.status FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
                      WHERE s.external_id = ?""", String.class, s));
@@ -111,7 +123,9 @@ class TakeoverTest {
             victim.kill();
             blocker.rollback();
             ConfigurableApplicationContext survivor = settle.startAgent();
-            await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
+            await("one reply after takeover")
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.webhooks(s).size() == 1);
             settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second booking or reply can come
             assertEquals(1, settle.jdbc.queryForObject("""
                     SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
@@ -141,11 +155,15 @@ class TakeoverTest {
              Connection ledgerBlocker = settle.holdLedgerGaps();
              Connection rowBlocker = DriverManager.getConnection(url, "root", "");
              Connection dirty = DriverManager.getConnection(url, "root", "")) {
-            await("the victim agent started", Duration.ofSeconds(90), () -> victim.logContains("partitions assigned"));
+            await("the victim agent started")
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
-            await("the victim's ledger INSERT waits", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
-                    Integer.class) == 1);
+            await("the victim's ledger INSERT waits")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
+                            Integer.class) == 1);
             // 2. lock the session's row, then let the INSERT through: the victim's next statement, the fence before
             //    its commit (its live lease, the session row locked), waits behind this lock
             long execution = settle.jdbc.queryForObject("""
@@ -156,9 +174,11 @@ class TakeoverTest {
                 st.executeQuery("SELECT id FROM chat_session WHERE id = " + settle.sessionPk(s) + " FOR UPDATE").close();
             }
             ledgerBlocker.rollback();
-            await("the victim's fence waits after its INSERT", Duration.ofSeconds(30), () -> settle.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id FROM chat_session%lease_token%FOR UPDATE'",
-                    Integer.class) == 1);
+            await("the victim's fence waits after its INSERT")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id FROM chat_session%lease_token%FOR UPDATE'",
+                            Integer.class) == 1);
             dirty.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);
             try (Statement st = dirty.createStatement();
                  ResultSet rs = st.executeQuery("SELECT COUNT(*) FROM ledger_entry WHERE execution_id = " + execution)) {
@@ -169,7 +189,9 @@ class TakeoverTest {
             victim.kill();
             rowBlocker.rollback();
             ConfigurableApplicationContext survivor = settle.startAgent();
-            await("one reply after takeover", Duration.ofSeconds(60), () -> settle.webhooks(s).size() == 1);
+            await("one reply after takeover")
+                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.webhooks(s).size() == 1);
             settle.awaitQuiescent(Duration.ofSeconds(60)); // then no second booking or reply can come
             assertEquals(List.of(new BigDecimal("43.00")), settle.jdbc.queryForList("""
                     SELECT l.amount FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id

@@ -15,8 +15,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -82,11 +82,15 @@ class ToolsTest {
             return ModelResponse.text("Booked lunch 35 and coffee 12.");
         });
         settle.post(s, lunch);
-        await("the first turn waits for its final answer", LONG,
-                () -> settle.model.requests().stream().anyMatch(r -> r.body().contains(lunch) && toolResults(r) == 1));
+        await("the first turn waits for its final answer")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.model.requests().stream()
+                        .anyMatch(r -> r.body().contains(lunch) && toolResults(r) == 1));
         settle.post(s, "and coffee 12");
 
-        await("one reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("one reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(800));
         assertEquals(List.of(new BigDecimal("35.00"), new BigDecimal("12.00")), ledger(s));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#1:COMPLETED"), executions(s));
@@ -109,7 +113,9 @@ class ToolsTest {
                         new ToolCall("b", "create_transaction", "{\"amount\":4,\"category\":\"coffee\"}")))
                 : ModelResponse.text("Booked two coffees."));
         settle.post(s, text);
-        await("reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         assertEquals(List.of(new BigDecimal("4.00"), new BigDecimal("4.00")), ledger(s));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#2:COMPLETED"), executions(s));
     }
@@ -129,7 +135,9 @@ class ToolsTest {
                         new ToolCall("u", "delete_everything", "{}")))
                 : ModelResponse.text("Sorry, I could not book that."));
         settle.post(s, text);
-        await("reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         assertEquals(List.of(), ledger(s));
         List<String> failed = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
@@ -157,14 +165,18 @@ class ToolsTest {
     void an_execution_stuck_in_executing_is_failed_by_the_reaper_and_shown_by_the_messages_api() {
         String s = SettleSystem.newSessionId();
         settle.post(s, "hello " + s);
-        await("reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         long pk = settle.sessionPk(s);
         settle.jdbc.update("""
                 INSERT INTO tool_execution (session_id, turn_id, span_from, idem_key, call_id, tool_name, arguments_json,
                                             ordinal, side_effect, status, lease_token, created_at, started_at)
                 VALUES (?, 0, 1, SHA2(UUID(), 256), 'stuck', 'create_transaction', '{"amount":1,"category":"food"}', 1, TRUE,
                         'EXECUTING', 'dead-holder', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)""", pk);
-        await("the reaper failed it", LONG, () -> settle.get("/v1/sessions/" + s + "/messages").toString().contains("\"FAILED\""));
+        await("the reaper failed it")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.get("/v1/sessions/" + s + "/messages").toString().contains("\"FAILED\""));
         JsonNode step = null;
         for (JsonNode m : settle.get("/v1/sessions/" + s + "/messages").get("messages")) {
             if ("tool".equals(m.get("role").asString())) {
@@ -184,7 +196,9 @@ class ToolsTest {
                 : toolResults(r) == 0 ? ModelResponse.toolCall("create_transaction", "{\"amount\":18.5,\"category\":\"transport\",\"note\":\"airport\"}")
                 : ModelResponse.text("Booked."));
         settle.post(s, text);
-        await("reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
         assertEquals(1, turns.size());
         assertEquals("COMMITTED", turns.get(0).get("state").asString());
@@ -213,15 +227,19 @@ class ToolsTest {
         JsonNode running;
         try (java.sql.Connection blocker = settle.holdLedgerGaps()) {
             settle.post(s, text);
-            await("the tool step is visible while it runs", LONG, () -> toolStep(s) != null
-                    && "EXECUTING".equals(toolStep(s).get("status").asString()));
+            await("the tool step is visible while it runs")
+                    .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> toolStep(s) != null
+                            && "EXECUTING".equals(toolStep(s).get("status").asString()));
             running = toolStep(s);
             blocker.rollback();
         }
         assertEquals("create_transaction", running.get("tool").asString());
         assertEquals(12, running.get("arguments").get("amount").asInt());
         assertTrue(running.get("result") == null || running.get("result").isNull(), running.toString());
-        await("reply", LONG, () -> settle.webhooks(s).size() == 1);
+        await("reply")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         JsonNode done = toolStep(s);
         assertEquals(running.get("stepId").asString(), done.get("stepId").asString());
         assertEquals("COMPLETED", done.get("status").asString());

@@ -21,8 +21,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -70,8 +70,9 @@ class TwoAgentsTest {
                 ConfigurableApplicationContext agent = agents.get(i);
                 double expected = before[i] + ids.size();
                 await(agent.getEnvironment().getProperty("spring.kafka.consumer.group-id") + " claiming once for each of "
-                        + ids.size() + " more hints (" + before[i] + " claims before)", Duration.ofSeconds(60),
-                        () -> claims(agent) >= expected);
+                        + ids.size() + " more hints (" + before[i] + " claims before)")
+                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .until(() -> claims(agent) >= expected);
             }
             sleep(Duration.ofSeconds(1));
             for (String s : ids) {
@@ -129,8 +130,10 @@ class TwoAgentsTest {
             sleep(Duration.ofMillis(300));
         }
 
-        await("all sessions answered", Duration.ofSeconds(90), () -> ids.stream().allMatch(s ->
-                settle.replies(s).size() == 1 && settle.webhooks(s).size() == 1));
+        await("all sessions answered")
+                .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> ids.stream().allMatch(s ->
+                        settle.replies(s).size() == 1 && settle.webhooks(s).size() == 1));
         sleep(Duration.ofSeconds(2));
         for (int i = 0; i < sessions; i++) {
             String s = ids.get(i);

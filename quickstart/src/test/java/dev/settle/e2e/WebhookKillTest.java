@@ -12,8 +12,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.settle.e2e.SettleSystem.await;
 import static dev.settle.e2e.SettleSystem.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -47,15 +47,17 @@ class WebhookKillTest {
             props.put("spring.kafka.consumer.group-id", settle.agentGroup());
             props.put("logging.file.name", "");
             try (AgentProcess victim = new AgentProcess(props)) {
-                await("the victim agent joined the group", Duration.ofSeconds(90),
-                        () -> victim.logContains("partitions assigned"));
+                await("the victim agent joined the group")
+                        .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .until(() -> victim.logContains("partitions assigned"));
                 String reply = StreamingTest.words("from another process", 60);
                 settle.model.respondWith(r -> r.body().contains(s)
                         ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25)) : ModelDouble.echo(r));
                 settle.post(s, "deliver me " + s);
                 assertStreamedExactlyOnceAcrossAReconnect(settle, s, reply);
-                await("the victim's POST is on the wire", Duration.ofSeconds(60),
-                        () -> settle.allDeliveries(s).size() == 1);
+                await("the victim's POST is on the wire")
+                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .until(() -> settle.allDeliveries(s).size() == 1);
                 victim.kill();
                 assertFalse(victim.alive());
             }
@@ -78,9 +80,12 @@ class WebhookKillTest {
             assertNull(open.getFirst().get("error"), "no outcome: the POST was in flight when it died");
 
             ConfigurableApplicationContext survivor = settle.startAgent();
-            await("re-sent by the survivor and acknowledged", Duration.ofSeconds(90),
-                    () -> settle.webhooks(s).size() == 1);
-            await("recorded DELIVERED", Duration.ofSeconds(30), () -> "DELIVERED".equals(status(settle, id)));
+            await("re-sent by the survivor and acknowledged")
+                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> settle.webhooks(s).size() == 1);
+            await("recorded DELIVERED")
+                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .until(() -> "DELIVERED".equals(status(settle, id)));
             sleep(Duration.ofSeconds(1)); // nothing else follows
 
             List<WebhookReceiver.Delivery> all = settle.allDeliveries(s);

@@ -14,7 +14,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -64,7 +64,9 @@ class WebhookReplayTest {
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(410));
         String first = SettleSystem.newSessionId();
         settle.post(first, "replay one " + first);
-        await("first dead", LONG, () -> "failed".equals(status(first)));
+        await("first dead")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "failed".equals(status(first)));
         JsonNode dead = onlyDelivery(first);
         assertEquals(410, dead.get("lastStatus").asInt());
         assertEquals(1, settle.receiver.deliveries().size());
@@ -73,7 +75,9 @@ class WebhookReplayTest {
 
         String second = SettleSystem.newSessionId();
         settle.post(second, "replay two " + second);
-        await("second dead", LONG, () -> "failed".equals(status(second)));
+        await("second dead")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "failed".equals(status(second)));
         JsonNode parked = onlyDelivery(second);
         assertTrue(parked.get("lastError").asString().startsWith("endpoint disabled since "), parked.toString());
         assertEquals(1, settle.receiver.deliveries().size(), "nothing sent to the disabled endpoint");
@@ -101,7 +105,9 @@ class WebhookReplayTest {
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(200));
         HttpResponse<String> r = retry(dead.get("id").asLong());
         assertEquals(202, r.statusCode(), r.body());
-        await("first delivered", LONG, () -> "delivered".equals(status(first)));
+        await("first delivered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> "delivered".equals(status(first)));
         List<WebhookReceiver.Delivery> acked = settle.webhooks(first);
         assertEquals(1, acked.size());
         assertEquals(dead.get("webhookId").asString(), acked.getFirst().webhookId(), "same webhook-id");
@@ -114,11 +120,15 @@ class WebhookReplayTest {
                 java.sql.Timestamp.class, settle.receiver.url()), "its 2xx re-enabled the endpoint");
 
         assertEquals(202, retry(parked.get("id").asLong()).statusCode());
-        await("second delivered", LONG, () -> settle.webhooks(second).size() == 1);
+        await("second delivered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(second).size() == 1);
         assertEquals(409, retry(parked.get("id").asLong()).statusCode());
 
         String third = SettleSystem.newSessionId();
         settle.post(third, "replay three " + third);
-        await("a new reply goes out normally", LONG, () -> settle.webhooks(third).size() == 1);
+        await("a new reply goes out normally")
+                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(third).size() == 1);
     }
 }

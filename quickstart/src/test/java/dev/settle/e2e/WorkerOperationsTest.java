@@ -16,7 +16,7 @@ import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import static dev.settle.e2e.SettleSystem.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -47,7 +47,9 @@ class WorkerOperationsTest {
     void each_worker_serves_probes_and_prometheus_counters_that_match_one_message() throws Exception {
         String s = SettleSystem.newSessionId();
         settle.post(s, "just one");
-        await("one webhook delivered", Duration.ofSeconds(30), () -> settle.webhooks(s).size() == 1);
+        await("one webhook delivered")
+                .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
 
         for (ConfigurableApplicationContext worker : new ConfigurableApplicationContext[]{settle.debounce, settle.agent}) {
             String base = "http://127.0.0.1:" + SettleLauncher.port(worker);
@@ -62,15 +64,19 @@ class WorkerOperationsTest {
         // The test JVM's broker is shared and every system's agent reads SessionReady from the earliest offset:
         // an earlier test's wake-up for the same session pk may answer this session before its window ends
         // (harmless: one reply all the same). The window's timer still fires, once.
-        await("the window fire counted", Duration.ofSeconds(10), () ->
-                sample(get(debounce), "settle_debounce_fires_total", "cause=\"window\"") == 1.0);
+        await("the window fire counted")
+                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() ->
+                        sample(get(debounce), "settle_debounce_fires_total", "cause=\"window\"") == 1.0);
         settle.awaitQuiescent(Duration.ofSeconds(30)); // no timer armed, no event unconsumed: no fire can follow
         assertEquals(1.0, sample(get(debounce), "settle_debounce_fires_total", "cause=\"window\""));
 
         String agent = "http://127.0.0.1:" + SettleLauncher.port(settle.agent) + "/actuator/prometheus";
         // the webhook's counter moves just after the receiver saw it
-        await("the attempt recorded", Duration.ofSeconds(10), () ->
-                sample(get(agent), "settle_webhook_attempts_seconds_count", "outcome=\"delivered\"") == 1.0);
+        await("the attempt recorded")
+                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .until(() ->
+                        sample(get(agent), "settle_webhook_attempts_seconds_count", "outcome=\"delivered\"") == 1.0);
         String metrics = get(agent);
         assertEquals(1.0, sample(metrics, "settle_lease_claims_total", "result=\"acquired\""));
         assertEquals(1.0, sample(metrics, "settle_turns_total", "outcome=\"committed\""));

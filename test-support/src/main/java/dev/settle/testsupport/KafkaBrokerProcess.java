@@ -1,5 +1,7 @@
 package dev.settle.testsupport;
 
+import dev.settle.embedded.EmbeddedKafka;
+import dev.settle.embedded.FreePort;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;

@@ -1,5 +1,7 @@
 package dev.settle.testsupport;
 
+import dev.settle.embedded.EmbeddedMariaDb;
+
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.sql.Connection;

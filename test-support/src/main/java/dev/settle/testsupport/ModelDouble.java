@@ -2,6 +2,7 @@ package dev.settle.testsupport;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import org.awaitility.core.ConditionTimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -21,6 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.awaitility.Awaitility.await;
 
 /**
  * A real HTTP server speaking OpenAI's {@code POST /v1/chat/completions} (JSON and SSE streaming), scripted per
@@ -34,6 +36,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
  */
 public final class ModelDouble implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ModelDouble.class);
+    private static final Duration POLL = Duration.ofMillis(5);
     private static final String PATH = "/v1/chat/completions";
 
     private final HttpServer server;
@@ -97,12 +100,14 @@ public final class ModelDouble implements AutoCloseable {
         return lastCancelledAt;
     }
 
-    public boolean awaitRequests(int n, Duration timeout) {
-        return Await.until(() -> requests.size() >= n, timeout);
+    /** Waits until {@code n} requests have arrived; fails (ConditionTimeoutException) after {@code timeout}. */
+    public void awaitRequests(int n, Duration timeout) {
+        await(n + " model request(s)").atMost(timeout).pollInterval(POLL).until(() -> requests.size() >= n);
     }
 
-    public boolean awaitCancelled(int n, Duration timeout) {
-        return Await.until(() -> cancelled.get() >= n, timeout);
+    /** Waits until {@code n} streams were cancelled by their clients; fails after {@code timeout}. */
+    public void awaitCancelled(int n, Duration timeout) {
+        await(n + " cancelled stream(s)").atMost(timeout).pollInterval(POLL).until(() -> cancelled.get() >= n);
     }
 
     /**
@@ -135,7 +140,11 @@ public final class ModelDouble implements AutoCloseable {
         }
         closed.countDown();
         hangGate.countDown();
-        Await.until(() -> inFlight.get() == 0, Duration.ofSeconds(1));
+        try {
+            await().atMost(Duration.ofSeconds(1)).pollInterval(POLL).until(() -> inFlight.get() == 0);
+        } catch (ConditionTimeoutException e) {
+            // stopping the server cuts the handlers still running
+        }
         server.stop(0);
         executor.shutdownNow();
     }

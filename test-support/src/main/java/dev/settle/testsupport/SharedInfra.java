@@ -1,5 +1,8 @@
 package dev.settle.testsupport;
 
+import dev.settle.embedded.EmbeddedKafka;
+import dev.settle.embedded.EmbeddedMariaDb;
+
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicInteger;
 

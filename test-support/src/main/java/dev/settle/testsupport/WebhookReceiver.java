@@ -3,6 +3,7 @@ package dev.settle.testsupport;
 import com.standardwebhooks.Webhook;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import org.awaitility.core.ConditionTimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -31,6 +32,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.awaitility.Awaitility.await;
 
 /**
  * A real HTTP endpoint for Standard Webhooks deliveries on 127.0.0.1 and a free port: records every request (any
@@ -39,6 +41,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
  */
 public final class WebhookReceiver implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(WebhookReceiver.class);
+    private static final Duration POLL = Duration.ofMillis(5);
 
     /** {@link Delivery#status()} while the answer is not written yet. */
     public static final int PENDING = 0;
@@ -146,12 +149,15 @@ public final class WebhookReceiver implements AutoCloseable {
         return deliveries().stream().filter(Delivery::acknowledged).toList();
     }
 
-    public boolean awaitDeliveries(int n, Duration timeout) {
-        return Await.until(() -> deliveries().size() >= n, timeout);
+    /** Waits until {@code n} deliveries have arrived; fails (ConditionTimeoutException) after {@code timeout}. */
+    public void awaitDeliveries(int n, Duration timeout) {
+        await(n + " webhook deliveries").atMost(timeout).pollInterval(POLL).until(() -> deliveries().size() >= n);
     }
 
-    public boolean awaitAcknowledged(int n, Duration timeout) {
-        return Await.until(() -> acknowledged().size() >= n, timeout);
+    /** Waits until {@code n} deliveries were answered 2xx; fails after {@code timeout}. */
+    public void awaitAcknowledged(int n, Duration timeout) {
+        await(n + " acknowledged webhook deliveries").atMost(timeout).pollInterval(POLL)
+                .until(() -> acknowledged().size() >= n);
     }
 
     /** Whether the delivery carries a valid Standard Webhooks signature for this {@code whsec_...} secret. */
@@ -174,7 +180,11 @@ public final class WebhookReceiver implements AutoCloseable {
     @Override
     public void close() {
         closed.countDown();
-        Await.until(() -> inFlight.get() == 0, Duration.ofSeconds(1));
+        try {
+            await().atMost(Duration.ofSeconds(1)).pollInterval(POLL).until(() -> inFlight.get() == 0);
+        } catch (ConditionTimeoutException e) {
+            // stopping the server cuts the handlers still running
+        }
         server.stop(0);
         executor.shutdownNow();
     }

@@ -9,7 +9,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 
-import static dev.settle.agent.webhook.WebhookNode.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -33,7 +33,9 @@ class WebhookCrashTest {
                     "SELECT claimed_until FROM webhook_delivery WHERE id = ?", Timestamp.class, id);
             survivor.start();
 
-            await("delivered by the survivor", Duration.ofSeconds(20), () -> "DELIVERED".equals(node.status(id)));
+            await("delivered by the survivor")
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> "DELIVERED".equals(node.status(id)));
             assertEquals(1, receiver.deliveries().size());
             assertEquals(node.webhookId(id), receiver.deliveries().getFirst().webhookId());
             assertTrue(node.count("SELECT COUNT(*) FROM webhook_delivery WHERE id = ? AND delivered_at > ?", id,
@@ -104,12 +106,14 @@ class WebhookCrashTest {
                     ? WebhookReceiver.Answer.status(200).delay(Duration.ofMinutes(2))
                     : WebhookReceiver.Answer.status(200));
             long id = a.enqueue(a.session("crash-2"), "crash-2", null, "held");
-            assertTrue(receiver.awaitDeliveries(1, Duration.ofSeconds(20)), "a's attempt is on the wire");
+            receiver.awaitDeliveries(1, Duration.ofSeconds(20));
             b.bean(WebhookDispatcher.class).start();
             long stopping = System.nanoTime();
             a.close(); // a clean shutdown: the attempt is interrupted after a short grace and handed back
 
-            await("delivered by b", Duration.ofSeconds(20), () -> "DELIVERED".equals(b.status(id)));
+            await("delivered by b")
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> "DELIVERED".equals(b.status(id)));
             Duration took = Duration.ofNanos(System.nanoTime() - stopping);
             assertTrue(took.compareTo(Duration.ofSeconds(20)) < 0, "no wait for the 30 s claim to expire: " + took);
             List<WebhookReceiver.Delivery> all = receiver.deliveries();

@@ -7,7 +7,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
-import static dev.settle.agent.webhook.WebhookNode.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -33,7 +33,7 @@ class WebhookIsolationTest {
                 node.enqueue(pk, external, hanging.url(), "hang " + s);
                 node.enqueue(pk, external, hanging.url(), "hang later " + s);
             }
-            assertTrue(hanging.awaitDeliveries(HANGING_SESSIONS, Duration.ofSeconds(20)), "all hanging attempts in flight");
+            hanging.awaitDeliveries(HANGING_SESSIONS, Duration.ofSeconds(20));
 
             long start = System.nanoTime();
             for (int s = 0; s < HEALTHY_SESSIONS; s++) {
@@ -44,12 +44,14 @@ class WebhookIsolationTest {
                 }
             }
             int healthyTotal = HEALTHY_SESSIONS * HEALTHY_PER_SESSION;
-            assertTrue(healthy.awaitAcknowledged(healthyTotal, Duration.ofSeconds(25)), "healthy deliveries acknowledged");
+            healthy.awaitAcknowledged(healthyTotal, Duration.ofSeconds(25));
             Duration took = Duration.ofNanos(System.nanoTime() - start);
             assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "healthy endpoint took " + took + " (timeout 30 s)");
-            await("healthy rows DELIVERED", Duration.ofSeconds(10), () -> node.count(
-                    "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED' AND endpoint_url = ?",
-                    healthy.url()) == healthyTotal);
+            await("healthy rows DELIVERED")
+                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> node.count(
+                            "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED' AND endpoint_url = ?",
+                            healthy.url()) == healthyTotal);
             // meanwhile the hanging endpoint's first attempts are all still open, and nothing else was sent to it
             assertEquals(HANGING_SESSIONS, hanging.deliveries().size());
             assertEquals(2 * HANGING_SESSIONS, node.count(

@@ -1,8 +1,8 @@
 package dev.settle.agent.webhook;
 
 import dev.settle.agent.AgentWorkerApplication;
+import dev.settle.embedded.AppLauncher;
 import dev.settle.testsupport.SharedInfra;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 
 /**
  * An agent worker started for real (its webhook dispatcher running) on a database of the shared MariaDB; tests
@@ -33,7 +32,7 @@ final class WebhookNode implements AutoCloseable {
 
     WebhookNode(String database, Map<String, Object> extra) {
         this.database = database;
-        Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
+        Map<String, Object> props = new HashMap<>();
         props.put("spring.datasource.url", database);
         props.put("spring.kafka.bootstrap-servers", SharedInfra.kafkaBootstrap());
         props.put("server.port", "0"); // the actuator; several workers share this JVM
@@ -47,8 +46,7 @@ final class WebhookNode implements AutoCloseable {
         props.put("settle.webhook.allowprivate", "true");
         props.put("settle.webhook.jitter-seed", "42");
         props.putAll(extra);
-        context = new SpringApplicationBuilder(AgentWorkerApplication.class).properties(props)
-                .registerShutdownHook(false).run();
+        context = AppLauncher.run(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), props);
         jdbc = context.getBean(JdbcTemplate.class);
     }
 
@@ -99,16 +97,6 @@ final class WebhookNode implements AutoCloseable {
 
     int count(String sql, Object... args) {
         return jdbc.queryForObject(sql, Integer.class, args);
-    }
-
-    static void await(String what, Duration timeout, BooleanSupplier condition) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
-            }
-            sleep(Duration.ofMillis(10));
-        }
     }
 
     static void sleep(Duration d) {

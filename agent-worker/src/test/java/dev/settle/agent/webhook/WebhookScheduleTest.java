@@ -8,8 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import static dev.settle.agent.webhook.WebhookNode.await;
 import static dev.settle.agent.webhook.WebhookNode.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -36,7 +36,9 @@ class WebhookScheduleTest {
                      "settle.webhook.jitter-seed", Long.toString(SEED)))) {
             receiver.answerWith(d -> WebhookReceiver.Answer.status(500));
             long id = node.enqueue(node.session("schedule-1"), "schedule-1", receiver.url(), "scheduled");
-            await("failed", Duration.ofSeconds(20), () -> "FAILED".equals(node.status(id)));
+            await("failed")
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> "FAILED".equals(node.status(id)));
             sleep(Duration.ofSeconds(1));
             List<WebhookReceiver.Delivery> all = receiver.deliveries();
             assertEquals(3, all.size(), "one attempt per schedule entry");

@@ -12,6 +12,7 @@ import java.util.Map;
 
 import static dev.settle.agent.webhook.WebhookNode.SECRET;
 import static dev.settle.agent.webhook.WebhookNode.SECRET_2;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -49,7 +50,7 @@ class WebhookSignatureTest {
         long id = oneSecret.enqueue(session, "sig-one", null, "signed once");
         receiver.answerWith(d -> WebhookReceiver.Answer.status(
                 receiver.deliveries().size() == 1 ? 500 : 200));
-        assertTrue(receiver.awaitAcknowledged(1, LONG));
+        receiver.awaitAcknowledged(1, LONG);
         List<WebhookReceiver.Delivery> all = receiver.deliveries();
         assertEquals(2, all.size());
         for (WebhookReceiver.Delivery d : all) {
@@ -76,7 +77,9 @@ class WebhookSignatureTest {
                     "attempt " + (i + 1) + ": webhook-timestamp " + ts + ", started at " + started + " µs");
         }
         assertTrue(startedMicros.get(1) - startedMicros.get(0) >= 1_120_000, "the retry gap: " + startedMicros);
-        WebhookNode.await("delivered", LONG, () -> "DELIVERED".equals(oneSecret.status(id)));
+        await("delivered")
+                .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .until(() -> "DELIVERED".equals(oneSecret.status(id)));
         // the row was queued without an endpoint: the claim stamped the configured one on it
         assertEquals(receiver.url(), oneSecret.row(id).get("endpoint_url"));
     }
@@ -86,7 +89,7 @@ class WebhookSignatureTest {
         receiver.reset();
         long session = twoSecrets.session("sig-two");
         twoSecrets.enqueue(session, "sig-two", receiver.url(), "signed twice");
-        assertTrue(receiver.awaitAcknowledged(1, LONG));
+        receiver.awaitAcknowledged(1, LONG);
         WebhookReceiver.Delivery d = receiver.deliveries().getFirst();
         String[] signatures = d.webhookSignature().split(" ");
         assertEquals(2, signatures.length, d.webhookSignature());

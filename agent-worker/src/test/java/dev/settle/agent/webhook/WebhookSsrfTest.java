@@ -7,7 +7,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-import static dev.settle.agent.webhook.WebhookNode.await;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -36,7 +36,9 @@ class WebhookSsrfTest {
              WebhookNode node = WebhookNode.start("ssrf-send", Map.of("settle.webhook.allowprivate", "false"))) {
             // queued with its endpoint (as a tenant's would be): only the attempt-time check stands in the way
             long id = node.enqueue(node.session("ssrf-1"), "ssrf-1", receiver.url(), "to loopback");
-            await("failed", Duration.ofSeconds(20), () -> "FAILED".equals(node.status(id)));
+            await("failed")
+                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> "FAILED".equals(node.status(id)));
             assertEquals(0, receiver.deliveries().size(), "nothing reached the receiver");
             String refused = "refused: webhook host 127.0.0.1 resolves to 127.0.0.1, a loopback address "
                     + "(127.0.0.0/8); private networks are allowed only with SETTLE_WEBHOOK_ALLOWPRIVATE=true "

@@ -18,8 +18,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import static dev.settle.agent.webhook.WebhookNode.await;
 import static dev.settle.agent.webhook.WebhookNode.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -54,7 +54,9 @@ class WebhookStatusHandlingTest {
     }
 
     void awaitFinal(long id) {
-        await("delivery " + id + " final", LONG, () -> !"PENDING".equals(node.status(id)));
+        await("delivery " + id + " final")
+                .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .until(() -> !"PENDING".equals(node.status(id)));
     }
 
     static long gapMillis(List<WebhookReceiver.Delivery> all, int i) {
@@ -179,7 +181,9 @@ class WebhookStatusHandlingTest {
                 return Answer.status(503).header("Retry-After", at);
             });
             long id = enqueue(receiver, "maintenance");
-            await("first attempt recorded", LONG, () -> node.row(id).get("last_status") != null);
+            await("first attempt recorded")
+                    .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> node.row(id).get("last_status") != null);
             assertTrue(((String) node.row(id).get("last_error")).startsWith("HTTP 503 (Retry-After: "),
                     (String) node.row(id).get("last_error"));
             awaitFinal(id);

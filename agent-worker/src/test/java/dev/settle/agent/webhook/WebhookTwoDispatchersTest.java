@@ -11,8 +11,8 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.stream.Collectors;
 
-import static dev.settle.agent.webhook.WebhookNode.await;
 import static dev.settle.agent.webhook.WebhookNode.sleep;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -54,8 +54,9 @@ class WebhookTwoDispatchersTest {
             int total = SESSIONS * PER_SESSION;
             long started = System.nanoTime();
 
-            await("all delivered", Duration.ofSeconds(120),
-                    () -> a.count("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED'") == total);
+            await("all delivered")
+                    .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .until(() -> a.count("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED'") == total);
             System.out.printf("1000 deliveries by two dispatchers in %d ms%n", (System.nanoTime() - started) / 1_000_000);
             sleep(Duration.ofMillis(500));
 

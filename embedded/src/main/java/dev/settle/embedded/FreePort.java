@@ -1,4 +1,4 @@
-package dev.settle.testsupport;
+package dev.settle.embedded;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

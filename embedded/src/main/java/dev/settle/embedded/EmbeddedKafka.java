@@ -1,0 +1,173 @@
+package dev.settle.embedded;
+
+import kafka.server.KafkaConfig;
+import kafka.server.KafkaRaftServer;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.metadata.storage.Formatter;
+import org.apache.kafka.server.common.MetadataVersion;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A real single-node KRaft Kafka broker (combined broker and controller, Kafka's own {@link KafkaRaftServer}) in
+ * this JVM, on a fresh log directory under {@code java.io.tmpdir} that {@link #close()} deletes.
+ *
+ * <ol>
+ *   <li>The storage is formatted in-process ({@link Formatter}, what {@code kafka-storage format} does).</li>
+ *   <li>Topics are created on first use with 12 partitions; the group coordinator does not delay the first
+ *       rebalance.</li>
+ *   <li>No JVM shutdown hook: the owner closes the broker, after the applications that use it.</li>
+ * </ol>
+ */
+public final class EmbeddedKafka implements AutoCloseable {
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+
+    private final KafkaRaftServer server;
+    private final Path dir;
+    private final int port;
+
+    private EmbeddedKafka(KafkaRaftServer server, Path dir, int port) {
+        this.server = server;
+        this.dir = dir;
+        this.port = port;
+    }
+
+    /** Starts a broker and waits until it answers; {@code port} 0 picks a free one. */
+    public static EmbeddedKafka start(int port) {
+        int chosen = port == 0 ? FreePort.find() : port;
+        int controllerPort = FreePort.find();
+        Path dir;
+        try {
+            dir = Files.createTempDirectory("settle-embedded-kafka-");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        String logDir = dir.resolve("data").toString();
+        KafkaConfig config = KafkaConfig.fromProps(serverProperties(chosen, controllerPort, logDir), false);
+        try {
+            new Formatter()
+                    .setPrintStream(new PrintStream(PrintStream.nullOutputStream()))
+                    .setNodeId(config.nodeId())
+                    .setClusterId(Uuid.randomUuid().toString())
+                    .setDirectories(config.logDirs())
+                    .setMetadataLogDirectory(config.metadataLogDir())
+                    .setControllerListenerName("CONTROLLER")
+                    .setReleaseVersion(MetadataVersion.LATEST_PRODUCTION)
+                    .run();
+        } catch (Exception e) {
+            delete(dir);
+            throw new IllegalStateException("formatting the embedded Kafka storage in " + dir + " failed", e);
+        }
+        KafkaRaftServer server = new KafkaRaftServer(config, Time.SYSTEM);
+        EmbeddedKafka kafka = new EmbeddedKafka(server, dir, chosen);
+        try {
+            server.startup();
+            kafka.awaitReady();
+        } catch (RuntimeException e) {
+            kafka.close();
+            throw new IllegalStateException("the embedded Kafka broker did not start", e);
+        }
+        return kafka;
+    }
+
+    private static Properties serverProperties(int port, int controllerPort, String logDir) {
+        Properties p = new Properties();
+        p.putAll(Map.ofEntries(
+                Map.entry("process.roles", "broker,controller"),
+                Map.entry("node.id", "1"),
+                Map.entry("controller.quorum.voters", "1@127.0.0.1:" + controllerPort),
+                Map.entry("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort),
+                Map.entry("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port),
+                Map.entry("controller.listener.names", "CONTROLLER"),
+                Map.entry("inter.broker.listener.name", "PLAINTEXT"),
+                Map.entry("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+                Map.entry("log.dirs", logDir),
+                Map.entry("auto.create.topics.enable", "true"),
+                Map.entry("num.partitions", "12"),
+                Map.entry("offsets.topic.replication.factor", "1"),
+                Map.entry("offsets.topic.num.partitions", "12"),
+                Map.entry("transaction.state.log.replication.factor", "1"),
+                Map.entry("transaction.state.log.min.isr", "1"),
+                Map.entry("share.coordinator.state.topic.replication.factor", "1"),
+                Map.entry("share.coordinator.state.topic.min.isr", "1"),
+                Map.entry("group.initial.rebalance.delay.ms", "0"),
+                Map.entry("log.retention.hours", "24")));
+        return p;
+    }
+
+    /**
+     * Waits until the broker answers {@code describeCluster} with itself and coordinates consumer groups: asking for
+     * a group's offsets creates {@code __consumer_offsets} and loads its coordinator, which the first consumer
+     * group would otherwise wait for.
+     */
+    private void awaitReady() {
+        long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
+        try (Admin admin = Admin.create(Map.of(
+                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers(),
+                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 2000,
+                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 2000))) {
+            while (true) {
+                try {
+                    if (!admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes()
+                            .get(3, TimeUnit.SECONDS).isEmpty()) {
+                        admin.listConsumerGroupOffsets("settle-embedded-ready").partitionsToOffsetAndMetadata()
+                                .get(3, TimeUnit.SECONDS);
+                        return;
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                } catch (Exception notYet) {
+                    // not up yet
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the embedded Kafka broker did not answer within " + READY_TIMEOUT);
+                }
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+    }
+
+    /** {@code host:port} of the PLAINTEXT listener. */
+    public String bootstrapServers() {
+        return "127.0.0.1:" + port;
+    }
+
+    /** Stops the broker and deletes its log directory. */
+    @Override
+    public void close() {
+        try {
+            server.shutdown();
+            server.awaitShutdown();
+        } finally {
+            delete(dir);
+        }
+    }
+
+    private static void delete(Path dir) {
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        } catch (IOException e) {
+            // best effort
+        }
+    }
+}
