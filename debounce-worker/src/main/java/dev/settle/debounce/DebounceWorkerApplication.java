@@ -1,7 +1,7 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.Operations;
-import dev.settle.schema.Topology;
+import dev.settle.boot.Operations;
+import dev.settle.contracts.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;

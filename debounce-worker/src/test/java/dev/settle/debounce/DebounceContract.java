@@ -1,7 +1,7 @@
 package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import dev.settle.testsupport.SharedInfra;
 import liquibase.integration.spring.SpringLiquibase;
 import org.apache.kafka.clients.producer.ProducerConfig;

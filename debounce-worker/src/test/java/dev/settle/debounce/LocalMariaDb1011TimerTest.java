@@ -1,8 +1,8 @@
 package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.MessageAccepted;
-import dev.settle.schema.SessionReady;
+import dev.settle.contracts.MessageAccepted;
+import dev.settle.contracts.SessionReady;
 import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
 import org.apache.kafka.clients.producer.ProducerConfig;

@@ -2,7 +2,7 @@ package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

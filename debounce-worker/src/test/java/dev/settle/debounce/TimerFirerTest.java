@@ -2,7 +2,7 @@ package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
-import dev.settle.schema.SessionReady;
+import dev.settle.contracts.SessionReady;
 import dev.settle.testsupport.SharedInfra;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

@@ -82,7 +82,7 @@ class ConcurrentBookingTest {
         });
         await("both instances consume their share of the partitions", Duration.ofSeconds(60), () ->
                 assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
-                        && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.schema.Topics.PARTITIONS);
+                        && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.contracts.Topics.PARTITIONS);
         try (ExecutorService clients = Executors.newFixedThreadPool(16)) {
             List<Future<?>> posts = new ArrayList<>();
             for (String s : ids) {

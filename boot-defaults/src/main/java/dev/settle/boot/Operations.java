@@ -1,4 +1,4 @@
-package dev.settle.schema;
+package dev.settle.boot;
 
 import org.apache.kafka.clients.admin.AdminClient;
 import org.apache.kafka.clients.admin.AdminClientConfig;
