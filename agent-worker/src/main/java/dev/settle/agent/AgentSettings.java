@@ -10,7 +10,7 @@ import java.util.List;
 
 /** Configuration of the agent worker, bound from {@code settle.*} (environment: {@code SETTLE_...}). */
 @ConfigurationProperties("settle")
-public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce debounce, @DefaultValue Llm llm,
+public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
                             @DefaultValue Webhook webhook, @DefaultValue Agent agent, @DefaultValue Stream stream,
                             @DefaultValue Policy policy) {
 
@@ -38,10 +38,6 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
         public Duration heartbeat() {
             return ttl.dividedBy(3);
         }
-    }
-
-    /** The agent needs the window (to re-arm) and max-wait (to commit past it). */
-    public record Debounce(@DefaultValue("1500ms") Duration window, @DefaultValue("10s") Duration maxwait) {
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.DebounceTiming;
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
 import dev.settle.contracts.Topology;
@@ -15,7 +16,7 @@ import java.util.Map;
  * turn, commits the reply only if it is still current, and delivers replies from the outbox by webhook.
  */
 @SpringBootApplication
-@EnableConfigurationProperties(AgentSettings.class)
+@EnableConfigurationProperties({AgentSettings.class, DebounceTiming.class})
 @Import({Topology.class, Operations.class})
 public class AgentWorkerApplication {
 

@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
+import dev.settle.schema.DebounceTiming;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -31,10 +33,10 @@ public class InterruptWatcher extends PeriodicTask {
     /** {@code %s}: one {@code (s.id = ? AND s.version > ?)} per watched session (its turn's last version), OR-ed. */
     static final String CHECK = """
             SELECT s.id, s.version
-              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
+              FROM chat_session s
              WHERE (%s)
-               AND COALESCE(s.policy, t.default_policy, ?) = 'merge'
-               AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""";
+               AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+               AND\s""" + SessionRules.EFFECTIVE_POLICY + " = 'merge'";
 
     record Watched(long toVersion, TurnControl control) {
     }
@@ -43,11 +45,11 @@ public class InterruptWatcher extends PeriodicTask {
     private final JdbcTemplate jdbc;
     private final String defaultPolicy;
     private final long maxWaitMicros;
-    public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings) {
+    public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings, DebounceTiming timing) {
         super("interrupt-watcher", settings.stream().interruptPoll());
         this.jdbc = jdbc;
         this.defaultPolicy = settings.policy().defaultPolicy();
-        this.maxWaitMicros = SessionLease.micros(settings.debounce().maxwait());
+        this.maxWaitMicros = timing.maxwaitMicros();
     }
 
     public void watch(long sessionId, long toVersion, TurnControl control) {
@@ -80,8 +82,8 @@ public class InterruptWatcher extends PeriodicTask {
                 continue;
             }
             String sql = CHECK.formatted(String.join(" OR ", Collections.nCopies(asked.size(), "(s.id = ? AND s.version > ?)")));
-            args.add(defaultPolicy);
             args.add(maxWaitMicros);
+            args.add(defaultPolicy);
             jdbc.query(sql, rs -> {
                 Watched w = asked.get(rs.getLong("id"));
                 if (w != null && rs.getLong("version") > w.toVersion()

@@ -2,6 +2,7 @@ package dev.settle.debounce;
 
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
+import dev.settle.schema.DebounceTiming;
 import dev.settle.contracts.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -26,7 +27,7 @@ import java.util.Map;
 @SpringBootApplication
 @Import({Topology.class, Operations.class})
 @EnableScheduling
-@EnableConfigurationProperties({DebounceSettings.class, SweeperSettings.class})
+@EnableConfigurationProperties({DebounceTiming.class, DebounceSettings.class, SweeperSettings.class})
 public class DebounceWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {

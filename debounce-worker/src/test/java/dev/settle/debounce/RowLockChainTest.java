@@ -1,5 +1,6 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
 import dev.settle.contracts.MessageAccepted;
@@ -65,7 +66,7 @@ class RowLockChainTest {
         long session = sessions.insert(2, 0, 0, old, old, null, null);
         armDueTimer(session);
         DebounceTimers timers = new DebounceTimers(jdbc,
-                new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200));
+                new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10)));
 
         whileTheFirerHoldsTheTimer(session, () -> timers.arm(new MessageAccepted(session, 2, old, old)), true);
 

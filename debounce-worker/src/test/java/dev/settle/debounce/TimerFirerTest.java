@@ -27,8 +27,7 @@ import static org.assertj.core.api.Assertions.tuple;
 
 /** One firing round at a time (no loop): the cause of each fire, and what stays when publishing fails. */
 class TimerFirerTest {
-    private static final DebounceSettings SETTINGS =
-            new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200);
+    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
 
     private static HikariDataSource dataSource;
     private static JdbcClient jdbc;
