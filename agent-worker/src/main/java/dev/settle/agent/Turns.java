@@ -18,7 +18,7 @@ import java.util.Map;
 /**
  * The turn state machine, one row per attempt to answer a span of versions:
  * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every write is one UPDATE guarded by the session's live lease
- * (its token and {@code lease_expires_at >= UTC_TIMESTAMP(6)}, the liveness test of {@link SessionLease}), so only
+ * ({@link dev.settle.schema.SessionRules#LEASE_OURS}: its token, not expired on the database clock), so only
  * the live holder moves or counts a turn; COMMITTED is written by {@link ReplyCommit}
  * inside the commit transaction. Transactions that also append events lock the session row first
  * ({@link SessionLease#lockHeld}).

@@ -1,8 +1,8 @@
 package dev.settle.e2e;
 
 import dev.settle.agent.AgentSettings;
-import dev.settle.schema.DebounceTiming;
 import dev.settle.ingest.IngestSettings;
+import dev.settle.schema.DebounceTiming;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;

@@ -25,7 +25,7 @@ public final class SessionRules {
      * from the instant {@code lease_expires_at} itself. Everything below is built on it, so a holder's fenced write
      * and a claimer's takeover never both succeed at the boundary.
      */
-    public static final String LEASE_UNEXPIRED = "s.lease_expires_at > UTC_TIMESTAMP(6)";
+    public static final String LEASE_UNEXPIRED = "(s.lease_expires_at > UTC_TIMESTAMP(6))";
 
     /**
      * Someone holds a live lease. {@code lease_token} and {@code lease_expires_at} are set together (claim) and
