@@ -35,8 +35,9 @@ public class InterruptWatcher extends PeriodicTask {
             SELECT s.id, s.version
               FROM chat_session s
              WHERE (%s)
-               AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
-               AND\s""" + SessionRules.EFFECTIVE_POLICY + " = 'merge'";
+               AND\s""" + SessionRules.EFFECTIVE_POLICY + " = 'merge'" + """
+
+               AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""";
 
     record Watched(long toVersion, TurnControl control) {
     }
@@ -82,8 +83,8 @@ public class InterruptWatcher extends PeriodicTask {
                 continue;
             }
             String sql = CHECK.formatted(String.join(" OR ", Collections.nCopies(asked.size(), "(s.id = ? AND s.version > ?)")));
-            args.add(maxWaitMicros);
             args.add(defaultPolicy);
+            args.add(maxWaitMicros);
             jdbc.query(sql, rs -> {
                 Watched w = asked.get(rs.getLong("id"));
                 if (w != null && rs.getLong("version") > w.toVersion()
