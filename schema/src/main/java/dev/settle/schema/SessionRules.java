@@ -2,8 +2,9 @@ package dev.settle.schema;
 
 /**
  * The rules of a session that several services decide in SQL, each written once. Every service composes its
- * statements from these fragments ({@code static final} constants joined by {@code +}, so the statements stay
- * compile-time constants and every SQL text stays visible next to its class).
+ * statements from these fragments: constants joined by {@code +}, so a statement built from them stays a
+ * compile-time constant next to its class. The timer rule is a function of its operands instead, because the
+ * debounce worker applies it to an event's bound times and the agent to a session row's columns.
  *
  * <p>Alias convention: a fragment reads {@code chat_session} under the alias {@code s}; a statement that uses one
  * names the session table {@code s} ({@code FROM chat_session s}, {@code UPDATE chat_session s},
