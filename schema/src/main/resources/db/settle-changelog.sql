@@ -2,6 +2,9 @@
 
 -- The one schema of Settle. Every timestamp is DATETIME(6) in UTC, written by the database clock
 -- (UTC_TIMESTAMP(6)) in the statement that changes the state, never by a JVM clock.
+-- The entries below are in the order of their numbers. One that was applied is never edited, not even a comment
+-- in it or a heading after it: every database recorded its checksum (ChangelogTest pins them). A change of the
+-- schema is a new entry at the end.
 
 --changeset settle:1-chat-session
 CREATE TABLE chat_session (
@@ -175,6 +178,18 @@ CREATE TABLE ledger_entry (
 
 -- streaming, events and policies (issue 4)
 
+--changeset settle:4-session-burst
+-- Where each debounced burst ended: the debounce worker writes one row per fired timer (the version the timer
+-- had seen), in the transaction that deletes the timer. Under the enqueue policy a turn answers only up to the
+-- first end above replied_version, so bursts that piled up while a long turn ran still get a reply each.
+-- The reply commit deletes the ends it covered.
+CREATE TABLE session_burst (
+  session_id  BIGINT      NOT NULL,
+  end_version BIGINT      NOT NULL,
+  fired_at    DATETIME(6) NOT NULL,
+  PRIMARY KEY (session_id, end_version)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 --changeset settle:4-session-events-and-policy
 -- The per-session event log behind GET /v1/sessions/{id}/events. seq is allocated by bumping
 -- chat_session.event_seq in the same transaction that inserts the event: the session row lock is held to
@@ -261,18 +276,6 @@ CREATE TABLE api_key (
   UNIQUE KEY uk_api_key_hash (key_hash),
   KEY ix_api_key_tenant (tenant_id),
   CONSTRAINT fk_api_key_tenant FOREIGN KEY (tenant_id) REFERENCES tenant (id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
-
---changeset settle:4-session-burst
--- Where each debounced burst ended: the debounce worker writes one row per fired timer (the version the timer
--- had seen), in the transaction that deletes the timer. Under the enqueue policy a turn answers only up to the
--- first end above replied_version, so bursts that piled up while a long turn ran still get a reply each.
--- The reply commit deletes the ends it covered.
-CREATE TABLE session_burst (
-  session_id  BIGINT      NOT NULL,
-  end_version BIGINT      NOT NULL,
-  fired_at    DATETIME(6) NOT NULL,
-  PRIMARY KEY (session_id, end_version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 --changeset settle:9-message-created-index

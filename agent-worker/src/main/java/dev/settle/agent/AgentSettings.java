@@ -10,7 +10,7 @@ import java.util.List;
 
 /** Configuration of the agent worker, bound from {@code settle.*} (environment: {@code SETTLE_...}). */
 @ConfigurationProperties("settle")
-public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce debounce, @DefaultValue Llm llm,
+public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
                             @DefaultValue Webhook webhook, @DefaultValue Agent agent, @DefaultValue Stream stream,
                             @DefaultValue Policy policy) {
 
@@ -43,17 +43,6 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Debounce de
         public Duration heartbeat() {
             return ttl.dividedBy(3);
         }
-    }
-
-    /**
-     * The agent needs the window (to re-arm) and max-wait (to commit past it); both must equal the debounce
-     * worker's.
-     *
-     * @param window  quiet time after the latest message before the session is answered (re-arming the timer)
-     * @param maxwait bound on the wait, counted from the oldest unanswered message; past it a turn commits even
-     *                though newer messages arrived
-     */
-    public record Debounce(@DefaultValue("1500ms") Duration window, @DefaultValue("10s") Duration maxwait) {
     }
 
     /**

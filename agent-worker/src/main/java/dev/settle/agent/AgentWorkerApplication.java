@@ -1,13 +1,14 @@
 package dev.settle.agent;
 
-import dev.settle.schema.Operations;
-import dev.settle.schema.Topology;
+import dev.settle.schema.DebounceTiming;
+import dev.settle.boot.Operations;
+import dev.settle.boot.SettleDefaults;
+import dev.settle.contracts.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Import;
 
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -15,31 +16,20 @@ import java.util.Map;
  * turn, commits the reply only if it is still current, and delivers replies from the outbox by webhook.
  */
 @SpringBootApplication
-@EnableConfigurationProperties(AgentSettings.class)
+@EnableConfigurationProperties({AgentSettings.class, DebounceTiming.class})
 @Import({Topology.class, Operations.class})
 public class AgentWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {
-        Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
+        Map<String, Object> p = SettleDefaults.properties();
         p.put("spring.application.name", "agent-worker");
         p.put("spring.autoconfigure.exclude", Operations.NO_WEB_SECURITY);
         // serves only the actuator (health probes, Prometheus); SERVER_PORT moves it
         p.put("server.port", "8082");
-        p.put("spring.threads.virtual.enabled", "true");
-        p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
-        p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true");
-        p.put("spring.datasource.username", "root");
-        p.put("spring.datasource.password", "");
         p.put("spring.datasource.hikari.maximum-pool-size", "20");
         // every transaction of the agent asks for READ COMMITTED: as the pool's default, no transaction has to
         // send SET SESSION TRANSACTION ISOLATION twice (four round trips fewer per turn)
         p.put("spring.datasource.hikari.transaction-isolation", "TRANSACTION_READ_COMMITTED");
-        p.put("spring.kafka.bootstrap-servers", "localhost:9092");
-        p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");
-        p.put("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer");
-        p.put("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
-        p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
-        p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
         p.put("spring.kafka.consumer.group-id", "settle-agent");
         p.put("spring.kafka.listener.concurrency", "3");
         // a crashed instance's partitions move to the others within seconds, not the 45 s default

@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
 import dev.settle.agent.tools.ToolExecutions;
 import dev.settle.schema.DbTime;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -28,10 +29,9 @@ public class Conversation {
      * its tenant's webhook URL (for the outbox row) and whether an earlier holder left a turn RUNNING (only then
      * does {@link Turns#begin} close abandoned turns).
      */
-    static final String SNAPSHOT = """
-            SELECT s.version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
+    static final String SNAPSHOT = "SELECT " + SessionRules.EFFECTIVE_POLICY + " = 'enqueue' AS enqueue, " + """
+                   s.version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
                    EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned,
-                   COALESCE(s.policy, t.default_policy, ?) = 'enqueue' AS enqueue,
                    (SELECT MIN(b.end_version) FROM session_burst b
                      WHERE b.session_id = s.id AND b.end_version > s.replied_version) AS burst_end
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id

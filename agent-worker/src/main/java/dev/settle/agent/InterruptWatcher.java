@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
+import dev.settle.schema.DebounceTiming;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -31,9 +33,10 @@ public class InterruptWatcher extends PeriodicTask {
     /** {@code %s}: one {@code (s.id = ? AND s.version > ?)} per watched session (its turn's last version), OR-ed. */
     static final String CHECK = """
             SELECT s.id, s.version
-              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
+              FROM chat_session s
              WHERE (%s)
-               AND COALESCE(s.policy, t.default_policy, ?) = 'merge'
+               AND\s""" + SessionRules.EFFECTIVE_POLICY + " = 'merge'" + """
+
                AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""";
 
     record Watched(long toVersion, TurnControl control) {
@@ -43,11 +46,11 @@ public class InterruptWatcher extends PeriodicTask {
     private final JdbcTemplate jdbc;
     private final String defaultPolicy;
     private final long maxWaitMicros;
-    public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings) {
+    public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings, DebounceTiming timing) {
         super("interrupt-watcher", settings.stream().interruptPoll());
         this.jdbc = jdbc;
         this.defaultPolicy = settings.policy().defaultPolicy();
-        this.maxWaitMicros = SessionLease.micros(settings.debounce().maxwait());
+        this.maxWaitMicros = timing.maxwaitMicros();
     }
 
     public void watch(long sessionId, long toVersion, TurnControl control) {

@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -21,10 +22,10 @@ public class OrphanedLeaseScanner extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(OrphanedLeaseScanner.class);
 
     static final String ORPHANS = """
-            SELECT id FROM chat_session
-             WHERE oldest_unanswered_at IS NOT NULL
-               AND lease_token IS NOT NULL AND lease_expires_at < UTC_TIMESTAMP(6)
-               AND version > replied_version AND version > failed_version
+            SELECT s.id FROM chat_session s
+             WHERE s.oldest_unanswered_at IS NOT NULL
+               AND\s""" + SessionRules.LEASE_EXPIRED + " AND " + SessionRules.HAS_WORK + """
+
              LIMIT 100""";
 
     private final JdbcTemplate jdbc;

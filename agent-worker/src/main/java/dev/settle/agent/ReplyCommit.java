@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.TransactionDefinition;
@@ -8,7 +10,6 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 import dev.settle.schema.SessionEvents;
 
-import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -32,16 +33,15 @@ import java.util.UUID;
 @Component
 public class ReplyCommit {
     static final String ADVANCE = """
-            UPDATE chat_session
-               SET replied_version = ?,
-                   oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
-                                            WHERE m.session_id = ? AND m.version > ?)
-             WHERE id = ?
-               AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)
-               AND replied_version = ?
-               AND (version = ? OR COALESCE(policy, (SELECT t.default_policy FROM tenant t
-                                                     WHERE t.id = chat_session.tenant_id), ?) = 'enqueue'
-                    OR oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)""";
+            UPDATE chat_session s
+               SET s.replied_version = ?,
+                   s.oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
+                                              WHERE m.session_id = ? AND m.version > ?)
+             WHERE s.id = ?
+               AND s.replied_version = ?
+               AND (s.version = ? OR s.oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+                    OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')"
+            + " AND " + SessionRules.LEASE_OURS;
 
     static final String INSERT_REPLY = """
             INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
@@ -51,37 +51,37 @@ public class ReplyCommit {
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.state = 'COMMITTED', t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.id = ? AND t.state = 'RUNNING' AND t.lease_token = ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */
     static final String SPEND_BURSTS = """
             DELETE FROM session_burst WHERE session_id = ? AND end_version <= ?""";
 
     static final String WHY_NOT = """
-            SELECT (lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)) AS ours, version
-              FROM chat_session WHERE id = ?""";
+            SELECT\s""" + SessionRules.LEASE_OURS + " AS ours, s.version FROM chat_session s WHERE s.id = ?";
 
     public enum Outcome { COMMITTED, SUPERSEDED, LEASE_LOST }
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
     private final Outbox outbox;
-    private final Duration maxWait;
+    private final long maxWaitMicros;
     private final String defaultPolicy;
 
-    public ReplyCommit(JdbcTemplate jdbc, PlatformTransactionManager txManager, Outbox outbox, AgentSettings settings) {
+    public ReplyCommit(JdbcTemplate jdbc, PlatformTransactionManager txManager, Outbox outbox, AgentSettings settings,
+                       DebounceTiming timing) {
         this.jdbc = jdbc;
         this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
         this.outbox = outbox;
-        this.maxWait = settings.debounce().maxwait();
+        this.maxWaitMicros = timing.maxwaitMicros();
         this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
     public Outcome commit(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String text) {
         Boolean committed = tx.execute(status -> {
             int rows = jdbc.update(ADVANCE, turn.toVersion(), lease.sessionId(), turn.toVersion(), lease.sessionId(),
-                    lease.token(), turn.fromVersion() - 1, turn.toVersion(), defaultPolicy, SessionLease.micros(maxWait));
+                    turn.fromVersion() - 1, turn.toVersion(), maxWaitMicros, defaultPolicy, lease.token());
             SessionLease.expectAtMostOne(rows, "advance replied_version");
             if (rows == 0) {
                 return false;

@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -34,21 +35,19 @@ public class SessionLease {
      * SIMULTANEOUS_ASSIGNMENT every assignment reads the old row, which gives the same result).
      */
     static final String CLAIM = """
-            UPDATE chat_session
+            UPDATE chat_session s
                SET lease_epoch = LAST_INSERT_ID((lease_epoch + 1) * 2 + (lease_token IS NOT NULL)) DIV 2,
                    lease_token = ?,
                    lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
              WHERE id = ?
-               AND (lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6))
-               AND version > replied_version
-               AND version > failed_version""";
+               AND\s""" + SessionRules.LEASE_FREE + " AND " + SessionRules.HAS_WORK;
 
     static final String EPOCH = "SELECT lease_epoch FROM chat_session WHERE id = ? AND lease_token = ?";
 
     static final String HEARTBEAT = """
-            UPDATE chat_session
+            UPDATE chat_session s
                SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
-             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+             WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
 
     /**
      * A renewal never waits for a row lock: it first locks, per 500 leases, the rows that are still ours, live and
@@ -59,14 +58,15 @@ public class SessionLease {
      * that times out or finds a lease gone. Expired leases are not revived: their holders are dead.
      */
     static final String LOCK_FOR_RENEWAL = """
-            SELECT id, lease_token FROM chat_session
-             WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)
+            SELECT s.id, s.lease_token FROM chat_session s
+             WHERE s.id IN (%s) AND s.lease_token IN (%s) AND\s""" + SessionRules.LEASE_UNEXPIRED + """
+
                FOR UPDATE SKIP LOCKED""";
 
     static final String RENEW_ALL = """
-            UPDATE chat_session
+            UPDATE chat_session s
                SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
-             WHERE id IN (%s) AND lease_token IN (%s) AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+             WHERE s.id IN (%s) AND s.lease_token IN (%s) AND\s""" + SessionRules.LEASE_UNEXPIRED;
 
     /**
      * Lock order: a transaction that writes under a lease locks the session row exclusively <em>first</em>.
@@ -75,8 +75,8 @@ public class SessionLease {
      * may pick the turn as the victim. Found by CI: {@code Turns.begin} against {@link #RENEW_ALL}.
      */
     static final String LOCK_HELD = """
-            SELECT id FROM chat_session
-             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6) FOR UPDATE""";
+            SELECT s.id FROM chat_session s
+             WHERE s.id = ? AND\s""" + SessionRules.LEASE_OURS + " FOR UPDATE";
 
     static final String RELEASE = """
             UPDATE chat_session SET lease_token = NULL, lease_expires_at = NULL

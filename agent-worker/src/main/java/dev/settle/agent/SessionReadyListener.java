@@ -1,8 +1,8 @@
 package dev.settle.agent;
 
-import dev.settle.schema.EventCodec;
-import dev.settle.schema.SessionReady;
-import dev.settle.schema.Topics;
+import dev.settle.contracts.EventCodec;
+import dev.settle.contracts.SessionReady;
+import dev.settle.contracts.Topics;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;

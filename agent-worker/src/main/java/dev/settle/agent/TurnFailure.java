@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
 import dev.settle.schema.SessionEvents;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -18,8 +19,8 @@ import java.util.Map;
 @Component
 public class TurnFailure {
     static final String MARK_SESSION = """
-            UPDATE chat_session SET failed_version = ?
-             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+            UPDATE chat_session s SET failed_version = ?
+             WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;

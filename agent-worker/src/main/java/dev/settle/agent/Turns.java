@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
@@ -17,7 +18,7 @@ import java.util.Map;
 /**
  * The turn state machine, one row per attempt to answer a span of versions:
  * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every write is one UPDATE guarded by the session's live lease
- * (its token and {@code lease_expires_at >= UTC_TIMESTAMP(6)}, the liveness test of {@link SessionLease}), so only
+ * ({@link dev.settle.schema.SessionRules#LEASE_OURS}: its token, not expired on the database clock), so only
  * the live holder moves or counts a turn; COMMITTED is written by {@link ReplyCommit}
  * inside the commit transaction. Transactions that also append events lock the session row first
  * ({@link SessionLease#lockHeld}).
@@ -33,14 +34,14 @@ public class Turns {
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.id = ? AND t.state = 'RUNNING'
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     /** Turns left RUNNING by a holder that lost its lease (crashed or paused): closed by the next holder. */
     static final String CLOSE_ABANDONED = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.state = 'FAILED', t.reason = 'abandoned: its holder lost the lease', t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     /**
      * The usage of a discarded turn whose last stream was cut off: estimated from characters (4 per token). The
@@ -51,13 +52,13 @@ public class Turns {
                SET t.prompt_tokens = t.prompt_tokens + ?, t.completion_tokens = t.completion_tokens + ?,
                    t.model_calls = t.model_calls + 1, t.tokens_estimated = TRUE
              WHERE t.id = ? AND t.lease_token = ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     static final String STREAMED = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.streamed_chars = ?
              WHERE t.id = ? AND t.lease_token = ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     /**
      * A finished model call and its tokens. Like every write of a holder it checks the live lease, not only the
@@ -68,7 +69,7 @@ public class Turns {
                SET t.model_calls = t.model_calls + 1, t.prompt_tokens = t.prompt_tokens + ?,
                    t.completion_tokens = t.completion_tokens + ?
              WHERE t.id = ? AND t.lease_token = ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;

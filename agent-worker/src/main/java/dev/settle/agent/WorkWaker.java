@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.schema.SessionRules;
+import dev.settle.schema.DebounceTiming;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
@@ -9,8 +11,9 @@ import java.util.List;
 /**
  * After a holder releases its lease, messages may still be waiting (a turn was superseded, or committed
  * past max-wait while the user kept typing), and their timer may have fired while the lease was busy. This
- * arms the session's timer again from the conversation's own times — window after the last message, never
- * past the oldest unanswered message's max-wait deadline — unless a timer is already armed.
+ * arms the session's timer again from the conversation's own times, by the timer rule of {@link SessionRules}
+ * (window after the last message, never past the oldest unanswered message's max-wait deadline), unless a timer is
+ * already armed.
  *
  * <p>Two statements, not one {@code INSERT ... SELECT}: under REPEATABLE READ that select takes a shared lock
  * on the session row and holds it while the insert queues on the session's timer row, which the debounce
@@ -21,14 +24,11 @@ import java.util.List;
  */
 @Component
 public class WorkWaker {
-    static final String PENDING = """
-            SELECT LEAST(last_message_at + INTERVAL ? MICROSECOND, oldest_unanswered_at + INTERVAL ? MICROSECOND)
-                       AS fire_at,
-                   oldest_unanswered_at + INTERVAL ? MICROSECOND AS deadline_at,
-                   version
-              FROM chat_session
-             WHERE id = ? AND version > replied_version AND version > failed_version
-               AND oldest_unanswered_at IS NOT NULL""";
+    /** Parameters: window and max-wait in microseconds, the session. */
+    static final String PENDING = "SELECT "
+            + SessionRules.timerFireAt("s.last_message_at", "s.oldest_unanswered_at", "?", "?") + " AS fire_at, "
+            + SessionRules.timerDeadline("s.oldest_unanswered_at", "?") + " AS deadline_at, s.version"
+            + " FROM chat_session s WHERE s.id = ? AND s.oldest_unanswered_at IS NOT NULL AND " + SessionRules.HAS_WORK;
 
     static final String REARM = """
             INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
@@ -42,10 +42,10 @@ public class WorkWaker {
     private final long windowMicros;
     private final long maxWaitMicros;
 
-    public WorkWaker(JdbcTemplate jdbc, AgentSettings settings) {
+    public WorkWaker(JdbcTemplate jdbc, DebounceTiming timing) {
         this.jdbc = jdbc;
-        this.windowMicros = SessionLease.micros(settings.debounce().window());
-        this.maxWaitMicros = SessionLease.micros(settings.debounce().maxwait());
+        this.windowMicros = timing.windowMicros();
+        this.maxWaitMicros = timing.maxwaitMicros();
     }
 
     public void rearmIfPending(long sessionId) {

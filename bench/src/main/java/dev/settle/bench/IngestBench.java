@@ -1,6 +1,6 @@
 package dev.settle.bench;
 
-import dev.settle.schema.Topics;
+import dev.settle.contracts.Topics;
 import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;

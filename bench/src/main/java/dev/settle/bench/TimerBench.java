@@ -1,8 +1,8 @@
 package dev.settle.bench;
 
-import dev.settle.schema.EventCodec;
-import dev.settle.schema.SessionReady;
-import dev.settle.schema.Topics;
+import dev.settle.contracts.EventCodec;
+import dev.settle.contracts.SessionReady;
+import dev.settle.contracts.Topics;
 import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;

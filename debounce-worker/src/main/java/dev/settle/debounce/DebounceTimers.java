@@ -1,7 +1,9 @@
 package dev.settle.debounce;
 
 import dev.settle.schema.DbTime;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.SessionRules;
+import dev.settle.contracts.MessageAccepted;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -18,7 +20,7 @@ import java.time.Instant;
  *   <li>Read whether the event's version is still unanswered ({@link #UNANSWERED},
  *       {@code replied_version < version}); a redelivered event for an answered version arms nothing.</li>
  *   <li>No row yet: insert {@code deadline_at = oldestUnansweredAt + maxwait} and
- *       {@code fire_at = LEAST(acceptedAt + window, deadline_at)}.</li>
+ *       {@code fire_at = LEAST(acceptedAt + window, deadline_at)}, the timer rule of {@link SessionRules}.</li>
  *   <li>Row exists (a burst in progress): {@code deadline_at} keeps the earlier of the two deadlines, then
  *       {@code fire_at = LEAST(GREATEST(fire_at, acceptedAt + window), deadline_at)} and
  *       {@code armed_version = GREATEST(...)}. GREATEST/LEAST make the update idempotent and commutative, so
@@ -45,28 +47,30 @@ public class DebounceTimers {
     static final String UNANSWERED = """
             SELECT COUNT(*) FROM chat_session WHERE id = :sessionId AND replied_version < :version""";
 
-    // MySQL/MariaDB evaluate ON DUPLICATE KEY UPDATE assignments left to right: fire_at sees the new deadline_at.
+    private static final String ACCEPTED_AT = "CAST(:acceptedAt AS DATETIME(6))";
+    private static final String OLDEST_AT = "CAST(:oldestAt AS DATETIME(6))";
+    private static final String DEADLINE = SessionRules.timerDeadline(OLDEST_AT, ":maxwaitMicros");
+
+    /**
+     * A new row fires by the timer rule ({@link SessionRules#timerFireAt}); an existing one is extended: a later
+     * message pushes fire_at out to its own window, never past the earlier deadline. MySQL/MariaDB evaluate
+     * ON DUPLICATE KEY UPDATE assignments left to right: fire_at sees the new deadline_at.
+     */
     static final String ARM = """
             INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
-            VALUES (:sessionId,
-                    LEAST(CAST(:acceptedAt AS DATETIME(6)) + INTERVAL :windowMicros MICROSECOND,
-                          CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
-                    CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND,
-                    :version, 'message', UTC_TIMESTAMP(6))
+            VALUES (:sessionId, %s, %s, :version, 'message', UTC_TIMESTAMP(6))
             ON DUPLICATE KEY UPDATE
-              deadline_at   = LEAST(debounce_timer.deadline_at,
-                                    CAST(:oldestAt AS DATETIME(6)) + INTERVAL :maxwaitMicros MICROSECOND),
-              fire_at       = LEAST(GREATEST(debounce_timer.fire_at,
-                                             CAST(:acceptedAt AS DATETIME(6)) + INTERVAL :windowMicros MICROSECOND),
+              deadline_at   = LEAST(debounce_timer.deadline_at, %s),
+              fire_at       = LEAST(GREATEST(debounce_timer.fire_at, %s + INTERVAL :windowMicros MICROSECOND),
                                     debounce_timer.deadline_at),
               armed_version = GREATEST(debounce_timer.armed_version, :version)
-            """;
-
+            """.formatted(SessionRules.timerFireAt(ACCEPTED_AT, OLDEST_AT, ":windowMicros", ":maxwaitMicros"),
+            DEADLINE, DEADLINE, ACCEPTED_AT);
 
     private final JdbcClient jdbc;
-    private final DebounceSettings settings;
+    private final DebounceTiming settings;
 
-    public DebounceTimers(JdbcClient jdbc, DebounceSettings settings) {
+    public DebounceTimers(JdbcClient jdbc, DebounceTiming settings) {
         this.jdbc = jdbc;
         this.settings = settings;
     }
@@ -92,8 +96,8 @@ public class DebounceTimers {
                 .param("version", event.version())
                 .param("acceptedAt", DbTime.utc(event.acceptedAt()))
                 .param("oldestAt", DbTime.utc(oldest))
-                .param("windowMicros", DebounceSettings.micros(settings.window()))
-                .param("maxwaitMicros", DebounceSettings.micros(settings.maxwait()))
+                .param("windowMicros", settings.windowMicros())
+                .param("maxwaitMicros", settings.maxwaitMicros())
                 .update();
         // 1 = inserted (or, with the driver's found-rows default, an unchanged duplicate); 2 = extended.
         if (rows > 2) {

@@ -1,7 +1,9 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.Operations;
-import dev.settle.schema.Topology;
+import dev.settle.boot.Operations;
+import dev.settle.boot.SettleDefaults;
+import dev.settle.schema.DebounceTiming;
+import dev.settle.contracts.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -11,7 +13,6 @@ import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.util.backoff.FixedBackOff;
 
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -20,41 +21,30 @@ import java.util.Map;
  * Any number of instances may run against one database and one consumer group.
  *
  * <p>The jar carries no application.properties (several Settle apps share one classpath in the quickstart);
- * {@link #defaultProperties()} holds the defaults, and anything in the environment overrides them.
+ * {@link #defaultProperties()} holds the shared {@link SettleDefaults} and what this application adds, and anything
+ * in the environment overrides them.
  */
 @SpringBootApplication
 @Import({Topology.class, Operations.class})
 @EnableScheduling
-@EnableConfigurationProperties({DebounceSettings.class, SweeperSettings.class})
+@EnableConfigurationProperties({DebounceTiming.class, DebounceSettings.class, SweeperSettings.class})
 public class DebounceWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {
-        Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
+        Map<String, Object> p = SettleDefaults.properties();
         p.put("spring.application.name", "debounce-worker");
         p.put("spring.autoconfigure.exclude", Operations.NO_WEB_SECURITY);
         // serves only the actuator (health probes, Prometheus); SERVER_PORT moves it
         p.put("server.port", "8081");
-        p.put("spring.threads.virtual.enabled", "true");
-        p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
-        p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle");
-        p.put("spring.datasource.username", "root");
-        p.put("spring.datasource.password", "");
         // Consistent (lock-free) reads of chat_session inside INSERT ... SELECT, and no gap locks on the timer
         // index, so arming never waits on ingest or agent transactions (REPEATABLE READ would take S-locks).
         p.put("spring.datasource.hikari.transaction-isolation", "TRANSACTION_READ_COMMITTED");
-        p.put("spring.kafka.bootstrap-servers", "localhost:9092");
-        p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");
-        p.put("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer");
-        p.put("spring.kafka.producer.acks", "all");
         // TimerFirer holds its timer-row locks while it waits for acks: fail fast when the broker is away.
         p.put("spring.kafka.producer.properties.max.block.ms", "5000");
         // ... and every millisecond of linger is added to every fire (Kafka 4's default is 5 ms): a round's
         // SessionReady records go out at once, batched by what is already queued
         p.put("spring.kafka.producer.properties.linger.ms", "0");
-        p.put("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
-        p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         p.put("spring.kafka.consumer.group-id", "settle-debounce");
-        p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
         return p;
     }
 

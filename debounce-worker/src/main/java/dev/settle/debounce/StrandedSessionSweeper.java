@@ -1,5 +1,7 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -18,8 +20,8 @@ import java.util.List;
  * <p>Every {@code settle.sweeper.interval}:
  * <ol>
  *   <li>Read ({@link #STRANDED}, a plain consistent read that locks nothing) sessions with unanswered
- *       messages ({@code oldest_unanswered_at IS NOT NULL AND version > replied_version}) that have not failed at this version ({@code version > failed_version}),
- *       hold no live lease ({@code lease_token IS NULL OR lease_expires_at < UTC_TIMESTAMP(6)}), have no
+ *       messages that have not failed at this version ({@code oldest_unanswered_at IS NOT NULL} and
+ *       {@link SessionRules#HAS_WORK}), hold no live lease ({@link SessionRules#LEASE_FREE}), have no
  *       timer row (anti-join), and whose last message is older than {@code grace}.</li>
  *   <li>Insert ({@link #ARM_STRANDED}) a timer for each that is due now
  *       ({@code fire_at = deadline_at = UTC_TIMESTAMP(6)}, {@code armed_by = 'sweeper'}), so {@link TimerFirer} publishes it on its next round with cause
@@ -44,12 +46,9 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
             SELECT s.id, s.version
               FROM chat_session s LEFT JOIN debounce_timer t ON t.session_id = s.id
              WHERE s.oldest_unanswered_at IS NOT NULL
-               AND s.version > s.replied_version
-               AND s.version > s.failed_version
-               AND (s.lease_token IS NULL OR s.lease_expires_at < UTC_TIMESTAMP(6))
                AND s.last_message_at < UTC_TIMESTAMP(6) - INTERVAL :graceMicros MICROSECOND
                AND t.session_id IS NULL
-            """;
+               AND\s""" + SessionRules.HAS_WORK + " AND " + SessionRules.LEASE_FREE;
 
     /** A timer due now for one stranded session; a timer armed meanwhile by a message wins. */
     static final String ARM_STRANDED = """
@@ -72,7 +71,7 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
     /** One sweep; returns how many stranded sessions it armed a timer for. */
     public int sweep() {
         List<Stranded> stranded = jdbc.sql(STRANDED)
-                .param("graceMicros", DebounceSettings.micros(settings.grace()))
+                .param("graceMicros", DebounceTiming.micros(settings.grace()))
                 .query((rs, n) -> new Stranded(rs.getLong("id"), rs.getLong("version")))
                 .list();
         int armed = 0;

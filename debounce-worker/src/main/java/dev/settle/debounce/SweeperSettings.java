@@ -1,5 +1,6 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -19,7 +20,7 @@ public record SweeperSettings(
         @DefaultValue("5s") Duration grace) {
 
     public SweeperSettings {
-        DebounceSettings.requirePositive("settle.sweeper.interval", interval);
+        DebounceTiming.requirePositive("settle.sweeper.interval", interval);
         if (grace == null || grace.isNegative()) {
             throw new IllegalArgumentException("settle.sweeper.grace must not be negative, was " + grace);
         }

@@ -1,7 +1,8 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import dev.settle.testsupport.SharedInfra;
 import liquibase.integration.spring.SpringLiquibase;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -31,8 +32,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class DebounceContract {
     /** Long enough that no timer armed by a message becomes due during the suite. */
-    static final DebounceSettings SETTINGS =
-            new DebounceSettings(Duration.ofHours(1), Duration.ofHours(2), Duration.ofMillis(20), 200);
+    static final DebounceTiming TIMING = new DebounceTiming(Duration.ofHours(1), Duration.ofHours(2));
+    static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
 
     HikariDataSource dataSource;
     JdbcClient jdbc;
@@ -78,19 +79,19 @@ abstract class DebounceContract {
 
     @Test
     void arming_inserts_then_extends_the_window_never_past_the_deadline_and_skips_answered_versions() {
-        DebounceTimers timers = new DebounceTimers(jdbc, SETTINGS);
+        DebounceTimers timers = new DebounceTimers(jdbc, TIMING);
         long session = sessions.create();
         MessageAccepted first = sessions.accept(session);
         assertThat(timers.arm(first)).isTrue();
         Sessions.Timer armed = sessions.timer(session).orElseThrow();
-        assertThat(armed.fireAt()).isEqualTo(first.acceptedAt().plus(SETTINGS.window()));
-        assertThat(armed.deadlineAt()).isEqualTo(first.oldestUnansweredAt().plus(SETTINGS.maxwait()));
+        assertThat(armed.fireAt()).isEqualTo(first.acceptedAt().plus(TIMING.window()));
+        assertThat(armed.deadlineAt()).isEqualTo(first.oldestUnansweredAt().plus(TIMING.maxwait()));
         assertThat(armed.armedVersion()).isEqualTo(1);
 
         MessageAccepted second = sessions.accept(session);
         assertThat(timers.arm(second)).isTrue();
         Sessions.Timer extended = sessions.timer(session).orElseThrow();
-        assertThat(extended.fireAt()).isEqualTo(second.acceptedAt().plus(SETTINGS.window()));
+        assertThat(extended.fireAt()).isEqualTo(second.acceptedAt().plus(TIMING.window()));
         assertThat(extended.deadlineAt()).isEqualTo(armed.deadlineAt());
         assertThat(extended.armedVersion()).isEqualTo(2);
 
@@ -146,7 +147,7 @@ abstract class DebounceContract {
         Instant old = sessions.dbNow().minusSeconds(60);
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long armed = sessions.insert(2, 0, 0, old, old, null, null);
-        new DebounceTimers(jdbc, SETTINGS).arm(new MessageAccepted(armed, 2, old, old));
+        new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(armed, 2, old, old));
         Sessions.Timer before = sessions.timer(armed).orElseThrow();
 
         assertThat(sweeper.sweep()).isEqualTo(1);

@@ -1,8 +1,9 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,7 +32,7 @@ class DebounceTimersTest {
         dataSource = Databases.migrated("timers");
         jdbc = JdbcClient.create(dataSource);
         sessions = new Sessions(jdbc);
-        timers = new DebounceTimers(jdbc, new DebounceSettings(WINDOW, MAXWAIT, Duration.ofMillis(20), 200));
+        timers = new DebounceTimers(jdbc, new DebounceTiming(WINDOW, MAXWAIT));
     }
 
     @AfterAll

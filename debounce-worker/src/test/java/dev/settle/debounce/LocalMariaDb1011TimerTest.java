@@ -1,8 +1,9 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.MessageAccepted;
-import dev.settle.schema.SessionReady;
+import dev.settle.contracts.MessageAccepted;
+import dev.settle.contracts.SessionReady;
 import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -29,8 +30,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * printed otherwise; the embedded MariaDB 11.4 never showed the fault.
  */
 class LocalMariaDb1011TimerTest {
-    private static final DebounceSettings SETTINGS =
-            new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200);
+    private static final DebounceTiming TIMING = new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10));
+    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
 
     @Test
     void a_timer_armed_with_microseconds_keeps_them_and_fires_exactly_once() {
@@ -40,11 +41,11 @@ class LocalMariaDb1011TimerTest {
             Sessions sessions = new Sessions(jdbc);
             long session = sessions.insert(1, 0, 0, null, null, null, null);
             // accepted a window and a bit ago, at .123456 of a second: the timer is due now
-            Instant accepted = sessions.dbNow().minus(SETTINGS.window()).minusSeconds(1)
+            Instant accepted = sessions.dbNow().minus(TIMING.window()).minusSeconds(1)
                     .truncatedTo(ChronoUnit.SECONDS).plusNanos(123_456_000);
-            assertThat(new DebounceTimers(jdbc, SETTINGS).arm(new MessageAccepted(session, 1, accepted, accepted))).isTrue();
+            assertThat(new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted))).isTrue();
             assertThat(sessions.timer(session)).get().extracting(Sessions.Timer::fireAt)
-                    .isEqualTo(accepted.plus(SETTINGS.window()));
+                    .isEqualTo(accepted.plus(TIMING.window()));
 
             KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
                     ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),

@@ -1,8 +1,8 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.EventCodec;
-import dev.settle.schema.SessionReady;
-import dev.settle.schema.Topics;
+import dev.settle.contracts.EventCodec;
+import dev.settle.contracts.SessionReady;
+import dev.settle.contracts.Topics;
 import dev.settle.testsupport.SharedInfra;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;

@@ -1,8 +1,9 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -65,7 +66,7 @@ class RowLockChainTest {
         long session = sessions.insert(2, 0, 0, old, old, null, null);
         armDueTimer(session);
         DebounceTimers timers = new DebounceTimers(jdbc,
-                new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200));
+                new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10)));
 
         whileTheFirerHoldsTheTimer(session, () -> timers.arm(new MessageAccepted(session, 2, old, old)), true);
 

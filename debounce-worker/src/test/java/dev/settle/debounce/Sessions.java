@@ -1,7 +1,7 @@
 package dev.settle.debounce;
 
 import dev.settle.schema.DbTime;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
 import java.time.Instant;

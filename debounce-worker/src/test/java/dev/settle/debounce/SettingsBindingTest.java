@@ -1,5 +1,6 @@
 package dev.settle.debounce;
 
+import dev.settle.schema.DebounceTiming;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
@@ -27,8 +28,10 @@ class SettingsBindingTest {
     @Test
     void defaults_are_window_1500ms_maxwait_10s_poll_20ms_batch_200_sweep_2s_grace_5s() {
         Binder binder = binder(Map.of());
+        assertThat(binder.bindOrCreate("settle.debounce", DebounceTiming.class)).isEqualTo(
+                new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)));
         assertThat(binder.bindOrCreate("settle.debounce", DebounceSettings.class)).isEqualTo(
-                new DebounceSettings(Duration.ofMillis(1500), Duration.ofSeconds(10), Duration.ofMillis(20), 200));
+                new DebounceSettings(Duration.ofMillis(20), 200));
         assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class)).isEqualTo(
                 new SweeperSettings(Duration.ofSeconds(2), Duration.ofSeconds(5)));
     }
@@ -37,7 +40,7 @@ class SettingsBindingTest {
     void environment_variables_override_the_defaults() {
         Binder binder = binder(Map.of("SETTLE_DEBOUNCE_WINDOW", "2s", "SETTLE_DEBOUNCE_MAXWAIT", "30s",
                 "SETTLE_SWEEPER_GRACE", "9s"));
-        DebounceSettings debounce = binder.bindOrCreate("settle.debounce", DebounceSettings.class);
+        DebounceTiming debounce = binder.bindOrCreate("settle.debounce", DebounceTiming.class);
         assertThat(debounce.window()).isEqualTo(Duration.ofSeconds(2));
         assertThat(debounce.maxwait()).isEqualTo(Duration.ofSeconds(30));
         assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class).grace())

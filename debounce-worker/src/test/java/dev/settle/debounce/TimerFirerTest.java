@@ -2,7 +2,7 @@ package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
-import dev.settle.schema.SessionReady;
+import dev.settle.contracts.SessionReady;
 import dev.settle.testsupport.SharedInfra;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -27,8 +27,7 @@ import static org.assertj.core.api.Assertions.tuple;
 
 /** One firing round at a time (no loop): the cause of each fire, and what stays when publishing fails. */
 class TimerFirerTest {
-    private static final DebounceSettings SETTINGS =
-            new DebounceSettings(Duration.ofMillis(600), Duration.ofSeconds(10), Duration.ofMillis(20), 200);
+    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
 
     private static HikariDataSource dataSource;
     private static JdbcClient jdbc;

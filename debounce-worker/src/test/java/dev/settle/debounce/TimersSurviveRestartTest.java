@@ -1,7 +1,7 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.MessageAccepted;
-import dev.settle.schema.SessionReady;
+import dev.settle.contracts.MessageAccepted;
+import dev.settle.contracts.SessionReady;
 import dev.settle.testsupport.SharedInfra;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;

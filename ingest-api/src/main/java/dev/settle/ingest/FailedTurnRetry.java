@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.schema.SessionRules;
 import dev.settle.schema.DbTime;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -17,8 +18,8 @@ import java.util.List;
 @Component
 public class FailedTurnRetry {
     static final String CLEAR = """
-            UPDATE chat_session SET failed_version = replied_version
-             WHERE tenant_id = ? AND external_id = ? AND version > replied_version AND failed_version >= version""";
+            UPDATE chat_session s SET s.failed_version = s.replied_version
+             WHERE s.tenant_id = ? AND s.external_id = ? AND\s""" + SessionRules.FAILED_AT_VERSION;
 
     static final String READ = """
             SELECT id, version, oldest_unanswered_at, UTC_TIMESTAMP(6) AS now

@@ -1,19 +1,20 @@
 package dev.settle.ingest;
 
-import dev.settle.schema.Operations;
-import dev.settle.schema.Topology;
+import dev.settle.boot.Operations;
+import dev.settle.boot.SettleDefaults;
+import dev.settle.contracts.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Import;
 
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * The ingest API: accepts chat messages (202 only after commit), publishes {@code MessageAccepted}, and
- * serves the session views. Defaults live in {@link #defaultProperties()} rather than an
- * application.properties, because the quickstart runs all three applications from one classpath.
+ * serves the session views. {@link #defaultProperties()}: the shared {@link SettleDefaults} and what this
+ * application adds (there is no application.properties, because the quickstart runs all three applications from
+ * one classpath).
  */
 @SpringBootApplication(excludeName = "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration")
 @EnableConfigurationProperties(IngestSettings.class)
@@ -24,18 +25,9 @@ public class IngestApiApplication {
 
 
     public static Map<String, Object> defaultProperties() {
-        Map<String, Object> p = new LinkedHashMap<>(Operations.defaultProperties());
+        Map<String, Object> p = SettleDefaults.properties();
         p.put("spring.application.name", "ingest-api");
-        p.put("spring.threads.virtual.enabled", "true");
-        p.put("spring.liquibase.change-log", "classpath:db/settle-changelog.sql");
-        p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true");
-        p.put("spring.datasource.username", "root");
-        p.put("spring.datasource.password", "");
         p.put("spring.datasource.hikari.maximum-pool-size", "20");
-        p.put("spring.kafka.bootstrap-servers", "localhost:9092");
-        p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");
-        p.put("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer");
-        p.put("spring.kafka.producer.acks", "all");
         p.put("spring.kafka.producer.properties.linger.ms", "1");
         p.put("spring.kafka.producer.properties.max.block.ms", "2000");
         p.put("spring.mvc.problemdetails.enabled", "true");

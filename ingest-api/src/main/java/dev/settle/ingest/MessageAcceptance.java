@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.schema.SessionRules;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionEvents;
 import org.springframework.dao.DataAccessResourceFailureException;
@@ -53,15 +54,17 @@ public class MessageAcceptance {
                 oldest_unanswered_at = COALESCE(oldest_unanswered_at, UTC_TIMESTAMP(6)),
                 last_message_at = UTC_TIMESTAMP(6)""";
 
-    static final String READ_SESSION = """
-            SELECT id, version, event_seq, oldest_unanswered_at, last_message_at,
-                   COALESCE(policy, (SELECT t.default_policy FROM tenant t WHERE t.id = chat_session.tenant_id), ?)
-                       AS policy,
-                   version - replied_version AS unanswered,
-                   (lease_token IS NOT NULL AND lease_expires_at > UTC_TIMESTAMP(6)) AS generating,
-                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = chat_session.id) AS armed,
-                   (version - 1 > replied_version AND version - 1 > failed_version) AS pending
-              FROM chat_session WHERE tenant_id = ? AND external_id = ?""";
+    /**
+     * {@code pending}: the session had work before this message ({@link SessionRules#HAS_WORK} at the version before
+     * its bump).
+     */
+    static final String READ_SESSION = "SELECT s.id, s.version, s.event_seq, s.oldest_unanswered_at, s.last_message_at, "
+            + SessionRules.EFFECTIVE_POLICY + " AS policy, "
+            + SessionRules.LEASE_LIVE + " AS generating, " + """
+                   s.version - s.replied_version AS unanswered,
+                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
+                   (s.version - 1 > s.replied_version AND s.version - 1 > s.failed_version) AS pending
+              FROM chat_session s WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     static final String INSERT_MESSAGE = """
             INSERT INTO chat_message (message_uid, session_id, role, text, version, idempotency_key, body_sha256, created_at)

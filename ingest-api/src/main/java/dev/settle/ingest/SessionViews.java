@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.schema.SessionRules;
 import dev.settle.schema.DbTime;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -16,13 +17,13 @@ public class SessionViews {
      * generating: a live lease; waiting: a debounce timer is armed; idle otherwise. Lease expiry is judged
      * on the database clock, like every lease decision.
      */
-    static final String SESSION = """
-            SELECT s.id, s.external_id, s.version, s.replied_version, COALESCE(s.policy, t.default_policy, ?) AS policy,
+    static final String SESSION = "SELECT s.id, s.external_id, s.version, s.replied_version, "
+            + SessionRules.EFFECTIVE_POLICY + " AS policy, "
+            + SessionRules.LEASE_LIVE + " AS generating, " + """
                    (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
                      WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
-                   (s.lease_token IS NOT NULL AND s.lease_expires_at > UTC_TIMESTAMP(6)) AS generating,
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting
-              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
+              FROM chat_session s
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     /**

@@ -1,6 +1,6 @@
 package dev.settle.ingest;
 
-import dev.settle.schema.Topics;
+import dev.settle.contracts.Topics;
 import dev.settle.testsupport.KafkaBrokerProcess;
 import dev.settle.testsupport.SharedInfra;
 import org.apache.kafka.clients.consumer.ConsumerConfig;

@@ -1,8 +1,8 @@
 package dev.settle.e2e;
 
-import dev.settle.schema.EventCodec;
-import dev.settle.schema.SessionReady;
-import dev.settle.schema.Topics;
+import dev.settle.contracts.EventCodec;
+import dev.settle.contracts.SessionReady;
+import dev.settle.contracts.Topics;
 import dev.settle.testsupport.KafkaBrokerProcess;
 import dev.settle.testsupport.WebhookReceiver;
 import org.springframework.kafka.core.KafkaTemplate;

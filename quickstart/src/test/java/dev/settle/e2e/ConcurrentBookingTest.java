@@ -84,7 +84,7 @@ class ConcurrentBookingTest {
                 .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
                 .until(() ->
                         assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
-                                && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.schema.Topics.PARTITIONS);
+                                && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.contracts.Topics.PARTITIONS);
         try (ExecutorService clients = Executors.newFixedThreadPool(16)) {
             List<Future<?>> posts = new ArrayList<>();
             for (String s : ids) {

@@ -1,8 +1,8 @@
 package dev.settle.e2e;
 
 import dev.settle.agent.AgentSettings;
-import dev.settle.debounce.DebounceSettings;
 import dev.settle.ingest.IngestSettings;
+import dev.settle.schema.DebounceTiming;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -80,8 +80,8 @@ class DockerComposeConfigTest {
                     "SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse))),
             "agent-worker", withSpring(Map.ofEntries(
                     entry("SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf)),
-                    entry("SETTLE_DEBOUNCE_WINDOW", new Check(b -> agent(b).debounce().window(), DurationStyle::detectAndParse)),
-                    entry("SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> agent(b).debounce().maxwait(), DurationStyle::detectAndParse)),
+                    entry("SETTLE_DEBOUNCE_WINDOW", new Check(b -> debounce(b).window(), DurationStyle::detectAndParse)),
+                    entry("SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse)),
                     entry("SETTLE_LEASE_TTL", new Check(b -> agent(b).lease().ttl(), DurationStyle::detectAndParse)),
                     entry("SETTLE_LLM_URL", new Check(b -> agent(b).llm().url(), s -> s)),
                     entry("SETTLE_LLM_MODEL", new Check(b -> agent(b).llm().model(), s -> s)),
@@ -320,8 +320,9 @@ class DockerComposeConfigTest {
         return binder.bind(prefix, Bindable.ofInstance(properties)).orElse(properties);
     }
 
-    private static DebounceSettings debounce(Binder binder) {
-        return binder.bind("settle.debounce", DebounceSettings.class).get();
+    /** The debounce timing both workers bind ({@link DebounceTiming}). */
+    private static DebounceTiming debounce(Binder binder) {
+        return binder.bind("settle.debounce", DebounceTiming.class).get();
     }
 
     private static AgentSettings agent(Binder binder) {

@@ -244,7 +244,7 @@ public final class SettleSystem implements AutoCloseable {
                 Map.of("bootstrap.servers", shared.get("spring.kafka.bootstrap-servers")))) {
             org.awaitility.Awaitility.await("the system is quiescent").atMost(timeout).pollInterval(Duration.ofMillis(200))
                     .until(() -> jdbc.queryForObject(QUIESCENT, Integer.class) == 0
-                            && unconsumed(admin, "settle-debounce" + group, dev.settle.schema.Topics.MESSAGE_ACCEPTED) == 0);
+                            && unconsumed(admin, "settle-debounce" + group, dev.settle.contracts.Topics.MESSAGE_ACCEPTED) == 0);
         }
     }
 

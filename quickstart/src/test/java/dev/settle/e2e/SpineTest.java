@@ -4,7 +4,7 @@ import dev.settle.debounce.DebounceTimers;
 import dev.settle.ingest.ApiKeyFilter;
 import dev.settle.ingest.MessageAcceptance;
 import dev.settle.ingest.MessageRequest;
-import dev.settle.schema.MessageAccepted;
+import dev.settle.contracts.MessageAccepted;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
 import dev.settle.testsupport.WebhookReceiver;

@@ -21,13 +21,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Every SQL text of the three services and of the schema, checked against the portability rules
  * ({@link SqlPortability}, docs/COMPATIBILITY.md): the static final String constants and Map&lt;String, String&gt;
- * constants of every class under dev.settle.{schema,ingest,debounce,agent} on this classpath (the quickstart depends on
+ * constants of every class under dev.settle.{schema,contracts,boot,ingest,debounce,agent} on this classpath (the quickstart depends on
  * all three services), and each statement of the Liquibase changelog.
  */
 class ServiceSqlPortabilityTest {
     private static final Pattern SQL = Pattern.compile("^\\s*(?:SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|CREATE|ALTER|DROP)\\s");
-    private static final List<String> PACKAGES = List.of("dev/settle/schema", "dev/settle/ingest", "dev/settle/debounce",
-            "dev/settle/agent");
+    private static final List<String> PACKAGES = List.of("dev/settle/schema", "dev/settle/contracts", "dev/settle/boot",
+            "dev/settle/ingest", "dev/settle/debounce", "dev/settle/agent");
 
     @Test
     void every_statement_of_the_services_is_portable() throws Exception {
@@ -36,7 +36,8 @@ class ServiceSqlPortabilityTest {
         assertTrue(statements.size() >= 90, "only " + statements.size() + " statements found: " + statements.keySet());
         for (String known : List.of("dev.settle.agent.webhook.DeliveryQueue.CLAIM", "dev.settle.agent.webhook.WebhookEndpoints.DISABLE",
                 "dev.settle.ingest.Tenants.UPDATE[name]", "dev.settle.debounce.TimerFirer.LOCK_DUE",
-                "dev.settle.schema.SessionEvents.RESERVE_FENCED", "changelog#1")) {
+                "dev.settle.schema.SessionEvents.RESERVE_FENCED", "dev.settle.agent.SessionLease.CLAIM",
+                "dev.settle.debounce.DebounceTimers.ARM", "dev.settle.ingest.SessionViews.SESSION", "changelog#1")) {
             assertTrue(statements.containsKey(known), known + " not collected");
         }
         Map<String, List<SqlPortability.Finding>> bad = new LinkedHashMap<>();

@@ -33,6 +33,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ConfigurationDocTest {
     static final Path DOC = Path.of("..", "docs", "CONFIGURATION.md").toAbsolutePath().normalize();
     static final List<String> SERVICES = List.of("ingest-api", "debounce-worker", "agent-worker");
+    /**
+     * Modules whose settings more than one service binds: the schema module's debounce timing
+     * ({@code DebounceTiming}) is enabled by the debounce worker and by the agent.
+     */
+    static final Map<String, List<String>> SHARED = Map.of("schema", List.of("debounce-worker", "agent-worker"));
     /** {@code | `settle.x` | `SETTLE_X` | type | default | meaning |} */
     static final Pattern ROW = Pattern.compile("^\\|\\s*`(settle\\.[^`]+)`\\s*\\|\\s*`([^`]+)`\\s*\\|([^|]*)\\|(.*)\\|(.*)\\|\\s*$");
     static final Pattern LEADING_VALUE = Pattern.compile("^`([^`]*)`");
@@ -163,10 +168,15 @@ class ConfigurationDocTest {
                 continue; // Spring Boot's own metadata
             }
             // the module's target/classes in the reactor, or its jar settle-<service>-<version>.jar
-            List<String> owners = SERVICES.stream().filter(s -> url.toString().contains("/" + s + "/target/classes/")
-                    || url.toString().contains("/settle-" + s + "-")).toList();
-            assertEquals(1, owners.size(), "which service's metadata is " + url);
-            assertEquals(null, services.put(owners.get(0), settings), "two metadata files for " + owners.get(0));
+            List<String> modules = java.util.stream.Stream.concat(SERVICES.stream(), SHARED.keySet().stream())
+                    .filter(m -> url.toString().contains("/" + m + "/target/classes/")
+                            || url.toString().contains("/settle-" + m + "-")).toList();
+            assertEquals(1, modules.size(), "which module's metadata is " + url);
+            for (String service : SHARED.getOrDefault(modules.get(0), List.of(modules.get(0)))) {
+                Map<String, Setting> bound = services.computeIfAbsent(service, k -> new TreeMap<>());
+                settings.forEach((name, setting) -> assertEquals(null, bound.put(name, setting),
+                        "two metadata files of " + service + " declare " + name));
+            }
         }
         return services;
     }

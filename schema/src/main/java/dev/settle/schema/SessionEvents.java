@@ -27,8 +27,8 @@ import java.util.Map;
 public final class SessionEvents {
     static final String RESERVE = "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?";
     static final String RESERVE_FENCED = """
-            UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?)
-             WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+            UPDATE chat_session s SET event_seq = LAST_INSERT_ID(event_seq + ?)
+             WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
     static final String INSERT = """
             INSERT INTO session_event (session_id, seq, type, turn_id, chunk_seq, data, created_at)
             VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))""";

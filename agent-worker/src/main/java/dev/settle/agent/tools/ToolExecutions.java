@@ -1,5 +1,6 @@
 package dev.settle.agent.tools;
 
+import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.DuplicateKeyException;
@@ -30,7 +31,7 @@ public class ToolExecutions {
             INSERT INTO tool_execution (session_id, turn_id, span_from, idem_key, call_id, tool_name, arguments_json,
                                         ordinal, side_effect, status, lease_token, created_at)
             SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, UTC_TIMESTAMP(6)
-              FROM chat_session WHERE id = ? AND lease_token = ? AND lease_expires_at >= UTC_TIMESTAMP(6)""";
+              FROM chat_session s WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
 
     static final String BY_KEY = "SELECT * FROM tool_execution WHERE idem_key = ?";
     static final String BY_ID = "SELECT * FROM tool_execution WHERE id = ?";
@@ -55,7 +56,7 @@ public class ToolExecutions {
                SET t.status = 'EXECUTING', t.lease_token = ?, t.turn_id = ?, t.started_at = UTC_TIMESTAMP(6),
                    t.retryable = FALSE, t.result = NULL, t.ended_at = NULL
              WHERE t.id = ? AND (t.status IN ('PENDING', 'EXECUTING') OR (t.status = 'FAILED' AND t.retryable))
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     /**
      * The call is ours ({@code t.lease_token}) <em>and</em> our lease is still live: a holder paused past its TTL
@@ -66,13 +67,13 @@ public class ToolExecutions {
             UPDATE tool_execution t JOIN chat_session s ON s.id = t.session_id
                SET t.status = 'COMPLETED', t.result = ?, t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.id = ? AND t.status = 'EXECUTING' AND t.lease_token = ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     static final String FAIL = """
             UPDATE tool_execution t JOIN chat_session s ON s.id = t.session_id
                SET t.status = 'FAILED', t.retryable = ?, t.result = ?, t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.id = ? AND t.status IN ('PENDING', 'EXECUTING') AND t.lease_token = ?
-               AND s.lease_token = ? AND s.lease_expires_at >= UTC_TIMESTAMP(6)""";
+               AND\s""" + SessionRules.LEASE_OURS;
 
     /**
      * Executions stuck past the timeout that no live lease owns (plain read, no locks): their holder is gone, or
@@ -83,7 +84,8 @@ public class ToolExecutions {
             SELECT t.id, t.lease_token FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
              WHERE t.status IN ('PENDING', 'EXECUTING')
                AND COALESCE(t.started_at, t.created_at) < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
-               AND (s.lease_token IS NULL OR s.lease_token <> t.lease_token OR s.lease_expires_at < UTC_TIMESTAMP(6))
+               AND (s.lease_token IS NULL OR s.lease_token <> t.lease_token OR NOT\s""" + SessionRules.LEASE_UNEXPIRED + """
+            )
              ORDER BY t.id
              LIMIT 500""";
 

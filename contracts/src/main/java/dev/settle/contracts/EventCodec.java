@@ -1,4 +1,4 @@
-package dev.settle.schema;
+package dev.settle.contracts;
 
 import tools.jackson.databind.json.JsonMapper;
 

@@ -1,4 +1,4 @@
-package dev.settle.schema;
+package dev.settle.contracts;
 
 import org.apache.kafka.clients.admin.NewTopic;
 import org.springframework.context.annotation.Bean;

@@ -1,4 +1,4 @@
-package dev.settle.schema;
+package dev.settle.contracts;
 
 /**
  * Kafka topics of Settle. Every event is keyed by the session's internal id, so one session's events
