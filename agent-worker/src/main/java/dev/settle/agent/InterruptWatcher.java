@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.boot.PeriodicTask;
 import dev.settle.schema.SessionRules;
 import dev.settle.schema.DebounceTiming;
 import org.slf4j.Logger;

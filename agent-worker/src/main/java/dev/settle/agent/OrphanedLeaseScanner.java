@@ -1,5 +1,6 @@
 package dev.settle.agent;
 
+import dev.settle.boot.PeriodicTask;
 import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,7 +1,7 @@
 package dev.settle.agent.tools;
 
 import dev.settle.agent.AgentSettings;
-import dev.settle.agent.PeriodicTask;
+import dev.settle.boot.PeriodicTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;

@@ -1,0 +1,118 @@
+package dev.settle.boot;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The one way a Settle service runs a background loop: rounds on a platform thread of its own, started and
+ * stopped with the application.
+ *
+ * <p>A fixed-rate task implements {@link #tick()} and waits {@code interval} before each round. A task that knows
+ * when it has work next overrides {@link #round()} and returns the pause before the next round
+ * ({@link Duration#ZERO}: at once). A round that throws is logged and followed by a backoff that starts at
+ * 100 ms and doubles up to {@code interval} (at least 100 ms); the loop never ends on a failure.
+ *
+ * <p>Stopping signals the loop and waits up to 5 s for the round in progress to finish: the thread is never
+ * interrupted, so a round inside a JDBC call or a transaction ends cleanly instead of breaking its connection.
+ */
+public abstract class PeriodicTask implements SmartLifecycle {
+    private static final Logger log = LoggerFactory.getLogger(PeriodicTask.class);
+    private static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
+    private static final Duration STOP_WAIT = Duration.ofSeconds(5);
+    private final String name;
+    private final Duration interval;
+    private volatile CountDownLatch stopSignal;
+    private volatile Thread loop;
+
+    protected PeriodicTask(String name, Duration interval) {
+        this.name = name;
+        this.interval = interval;
+    }
+
+    /** One round of a fixed-rate task. */
+    protected void tick() {
+    }
+
+    /** One round; returns the pause before the next. Default: {@link #tick()}, then {@code interval}. */
+    protected Duration round() {
+        tick();
+        return interval;
+    }
+
+    /** The pause before the first round. Default: {@code interval}. */
+    protected Duration firstDelay() {
+        return interval;
+    }
+
+    protected boolean enabled() {
+        return true;
+    }
+
+    @Override
+    public synchronized void start() {
+        if (loop != null || !enabled()) {
+            return;
+        }
+        CountDownLatch stop = new CountDownLatch(1);
+        stopSignal = stop;
+        loop = Thread.ofPlatform().name(name).daemon().start(() -> run(stop));
+    }
+
+    private void run(CountDownLatch stop) {
+        Duration pause = firstDelay();
+        Duration backoff = Duration.ZERO;
+        while (true) {
+            try {
+                if (!pause.isZero() && stop.await(pause.toNanos(), TimeUnit.NANOSECONDS) || stop.getCount() == 0) {
+                    return;
+                }
+            } catch (InterruptedException e) {
+                return;
+            }
+            try {
+                pause = round();
+                backoff = Duration.ZERO;
+            } catch (RuntimeException e) {
+                backoff = backoff.isZero() ? FIRST_BACKOFF : min(backoff.multipliedBy(2), max(interval, FIRST_BACKOFF));
+                log.warn("{}: round failed ({}), next in {}", name, e.toString(), backoff);
+                pause = backoff;
+            }
+        }
+    }
+
+    @Override
+    public synchronized void stop() {
+        Thread t = loop;
+        if (t == null) {
+            return;
+        }
+        stopSignal.countDown();
+        try {
+            if (!t.join(STOP_WAIT)) {
+                log.warn("{}: the round in progress did not end within {}", name, STOP_WAIT);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        loop = null;
+    }
+
+    @Override
+    public boolean isRunning() {
+        Thread t = loop;
+        return t != null && t.isAlive();
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    private static Duration max(Duration a, Duration b) {
+        return a.compareTo(b) >= 0 ? a : b;
+    }
+}
