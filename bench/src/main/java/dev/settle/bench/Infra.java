@@ -3,19 +3,16 @@ package dev.settle.bench;
 import dev.settle.agent.AgentWorkerApplication;
 import dev.settle.debounce.DebounceWorkerApplication;
 import dev.settle.ingest.IngestApiApplication;
+import dev.settle.embedded.AppLauncher;
 import dev.settle.embedded.EmbeddedKafka;
 import dev.settle.embedded.EmbeddedMariaDb;
-import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -47,7 +44,7 @@ final class Infra implements AutoCloseable {
         final String jdbcUrl;
         final EmbeddedKafka kafka;
         final Map<String, Object> shared = new HashMap<>();
-        private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
+        private final AppLauncher apps;
 
         Scenario(String name, Map<String, Object> settings) {
             jdbcUrl = db.createDatabase("bench_" + (++databases) + "_" + name);
@@ -67,47 +64,32 @@ final class Infra implements AutoCloseable {
             shared.put("logging.register-shutdown-hook", "false");
             shared.putAll(settings);
             shared.putAll(extra);
+            apps = new AppLauncher(shared);
         }
 
         ConfigurableApplicationContext ingest() {
-            return start(IngestApiApplication.class, IngestApiApplication.defaultProperties(),
+            return apps.start(IngestApiApplication.class, IngestApiApplication.defaultProperties(),
                     Map.of("server.port", "0", "management.server.port", "0"));
         }
 
         ConfigurableApplicationContext debounce() {
-            return start(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), Map.of());
+            return apps.start(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), Map.of());
         }
 
         ConfigurableApplicationContext agent() {
-            return start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), Map.of());
+            return apps.start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), Map.of());
         }
 
-        private ConfigurableApplicationContext start(Class<?> app, Map<String, Object> defaults, Map<String, Object> extra) {
-            Map<String, Object> props = new HashMap<>(defaults);
-            props.putAll(shared);
-            props.putAll(extra);
-            ConfigurableApplicationContext context = new SpringApplicationBuilder(app).properties(props)
-                    .registerShutdownHook(false).logStartupInfo(false).run();
-            contexts.add(context);
-            return context;
-        }
-
+        /** Stops the applications (the last started first), then the broker. */
         @Override
         public void close() {
-            for (int i = contexts.size() - 1; i >= 0; i--) {
-                try {
-                    contexts.get(i).close();
-                } catch (RuntimeException e) {
-                    System.err.println("[bench] error while stopping an application: " + e);
-                }
-            }
-            contexts.clear();
+            apps.close();
             kafka.close();
         }
     }
 
     static int port(ConfigurableApplicationContext ingest) {
-        return ((WebServerApplicationContext) ingest).getWebServer().getPort();
+        return AppLauncher.port(ingest);
     }
 
     /** CPU seconds (user + system) the MariaDB server process has used so far; -1 if unknown. */

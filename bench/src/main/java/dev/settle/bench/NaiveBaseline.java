@@ -21,8 +21,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The "before" of seed 001, for comparison only (it lives in the bench, never in the product): every message is
- * answered as it arrives, under a database lock that is released a few milliseconds after it was taken.
+ * The naive design Settle is measured against, for comparison only (it lives in the bench, never in the
+ * product): every message is answered as it arrives, under a database lock that is released a few milliseconds
+ * after it was taken.
  *
  * <ol>
  *   <li>Store the message with the next version of its conversation (one transaction).</li>

@@ -303,7 +303,7 @@ final class Report {
                 %d ms window and land while a turn is generating), bursts starting over %d s; the i-th burst of every
                 strategy has the same start and gaps. Model latency %s.
 
-                *Naive baseline* (seed 001's "before", implemented in the bench, not in the product): every message is
+                *Naive baseline* (the design Settle replaces, implemented in the bench, not in the product): every message is
                 stored, then a `GET_LOCK` is taken and released right after reading the conversation, the model is called
                 with everything read, and the reply is POSTed. *Stale*: delivered while a newer accepted message of the
                 burst was not covered by it. *Duplicate*: answers no message that an earlier delivered reply had not

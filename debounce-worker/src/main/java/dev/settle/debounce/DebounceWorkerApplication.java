@@ -10,7 +10,6 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.kafka.listener.DefaultErrorHandler;
-import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.util.backoff.FixedBackOff;
 
 import java.util.Map;
@@ -26,7 +25,6 @@ import java.util.Map;
  */
 @SpringBootApplication
 @Import({Topology.class, Operations.class})
-@EnableScheduling
 @EnableConfigurationProperties({DebounceTiming.class, DebounceSettings.class, SweeperSettings.class})
 public class DebounceWorkerApplication {
 

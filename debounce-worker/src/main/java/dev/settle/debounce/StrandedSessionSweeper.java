@@ -1,13 +1,11 @@
 package dev.settle.debounce;
 
+import dev.settle.boot.PeriodicTask;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.simple.JdbcClient;
-import org.springframework.scheduling.annotation.SchedulingConfigurer;
-import org.springframework.scheduling.config.FixedDelayTask;
-import org.springframework.scheduling.config.ScheduledTaskRegistrar;
 import org.springframework.stereotype.Component;
 
 import java.util.List;
@@ -17,7 +15,8 @@ import java.util.List;
  * their lease died mid-turn. Kafka events are hints; this sweep over the database is what guarantees that
  * every accepted message is answered without client action.
  *
- * <p>Every {@code settle.sweeper.interval}:
+ * <p>Every {@code settle.sweeper.interval} (a fixed-rate {@link PeriodicTask}; a failed sweep is logged and
+ * retried after a backoff of at most the interval):
  * <ol>
  *   <li>Read ({@link #STRANDED}, a plain consistent read that locks nothing) sessions with unanswered
  *       messages that have not failed at this version ({@code oldest_unanswered_at IS NOT NULL} and
@@ -38,7 +37,7 @@ import java.util.List;
  * or gets a live lease.
  */
 @Component
-public class StrandedSessionSweeper implements SchedulingConfigurer {
+public class StrandedSessionSweeper extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(StrandedSessionSweeper.class);
 
     /** Sessions to wake, read without locking them (a plain consistent read). */
@@ -61,6 +60,7 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
     private final SweeperSettings settings;
 
     public StrandedSessionSweeper(JdbcClient jdbc, SweeperSettings settings) {
+        super("stranded-session-sweeper", settings.interval());
         this.jdbc = jdbc;
         this.settings = settings;
     }
@@ -88,15 +88,7 @@ public class StrandedSessionSweeper implements SchedulingConfigurer {
     }
 
     @Override
-    public void configureTasks(ScheduledTaskRegistrar registrar) {
-        registrar.addFixedDelayTask(new FixedDelayTask(this::sweepLogged, settings.interval(), settings.interval()));
-    }
-
-    private void sweepLogged() {
-        try {
-            sweep();
-        } catch (RuntimeException e) {
-            log.warn("stranded-session sweep failed; next one in {}", settings.interval(), e);
-        }
+    protected void tick() {
+        sweep();
     }
 }

@@ -1,16 +1,17 @@
 package dev.settle.debounce;
 
+import dev.settle.boot.PeriodicTask;
 import dev.settle.schema.DbTime;
 import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Duration;
@@ -18,7 +19,6 @@ import java.time.Instant;
 import java.time.LocalDateTime;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Fires due debounce timers: each armed row becomes exactly one {@link SessionReady} on
  * {@link Topics#SESSION_READY}, however many debounce-worker instances poll the same table.
  *
- * <p>One loop on its own platform thread, started and stopped with the application. Each round:
+ * <p>A {@link PeriodicTask}: one loop on its own platform thread, started and stopped with the application, whose
+ * {@link #round()} returns the pause before the next. Each round:
  * <ol>
  *   <li>Begin a short transaction and lock up to {@code batchSize} due rows
  *       ({@code fire_at <= UTC_TIMESTAMP(6)}) with {@code FOR UPDATE SKIP LOCKED} ({@link #LOCK_DUE}); rows
@@ -37,7 +38,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each), record
  *       where its burst ended ({@link #RECORD_BURST_END}: the version the timer had seen) and commit.</li>
  *   <li>If publishing or deleting fails, roll back: the rows stay and fire on a later round (the events are
- *       hints, so a repeat after a partial publish is harmless); log and back off.</li>
+ *       hints, so a repeat after a partial publish is harmless); log and back off (100 ms doubling up to 2 s).</li>
  *   <li>A full batch means a backlog: go again at once.</li>
  * </ol>
  * Between rounds the loop asks the database how long until the earliest armed timer is due ({@link #NEXT_DUE},
@@ -51,9 +52,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code chat_session}.
  */
 @Component
-public class TimerFirer implements SmartLifecycle {
-    private static final Logger log = LoggerFactory.getLogger(TimerFirer.class);
+public class TimerFirer extends PeriodicTask {
     private static final Duration PUBLISH_TIMEOUT = Duration.ofSeconds(10);
+    /** The longest pause after failed rounds (the backoff starts at 100 ms and doubles up to this). */
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(2);
 
     static final String LOCK_DUE = """
@@ -93,13 +94,12 @@ public class TimerFirer implements SmartLifecycle {
     private final KafkaTemplate<String, String> kafka;
     private final DebounceSettings settings;
     private final AtomicLong fired = new AtomicLong();
-    private volatile CountDownLatch stopSignal;
-    private volatile Thread thread;
 
-    private final io.micrometer.core.instrument.MeterRegistry meters;
+    private final MeterRegistry meters;
 
     public TimerFirer(JdbcClient jdbc, PlatformTransactionManager txManager, KafkaTemplate<String, String> kafka,
-                      DebounceSettings settings, io.micrometer.core.instrument.MeterRegistry meters) {
+                      DebounceSettings settings, MeterRegistry meters) {
+        super("debounce-timer-firer", MAX_BACKOFF);
         this.meters = meters;
         this.jdbc = jdbc;
         this.tx = new TransactionTemplate(txManager);
@@ -145,8 +145,8 @@ public class TimerFirer implements SmartLifecycle {
 
     /** Counts {@code settle.debounce.fires{cause}} once the fire committed (a rolled-back round fires again). */
     private void afterCommit(List<DueTimer> due) {
-        org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
-                new org.springframework.transaction.support.TransactionSynchronization() {
+        TransactionSynchronizationManager.registerSynchronization(
+                new TransactionSynchronization() {
                     @Override
                     public void afterCommit() {
                         due.forEach(t -> meters.counter("settle.debounce.fires", "cause", t.cause()).increment());
@@ -179,68 +179,27 @@ public class TimerFirer implements SmartLifecycle {
         return micros <= 0 ? Duration.ZERO : min(Duration.ofNanos(micros * 1000), settings.pollInterval());
     }
 
-    private void loop(CountDownLatch stop) {
-        Duration backoff = Duration.ZERO;
-        while (stop.getCount() > 0) {
-            Duration pause;
-            try {
-                pause = untilNextDue();
-                if (pause.isZero()) {
-                    int n = fireDue();
-                    // 0 fired while one is due: another instance holds those rows (SKIP LOCKED); do not spin
-                    pause = n == 0 ? settings.pollInterval() : Duration.ZERO;
-                }
-                backoff = Duration.ZERO;
-            } catch (RuntimeException e) {
-                backoff = backoff.isZero() ? Duration.ofMillis(100) : min(backoff.multipliedBy(2), MAX_BACKOFF);
-                log.warn("firing due timers failed, rows stay armed; retrying in {}", backoff, e);
-                pause = backoff;
-            }
-            if (!pause.isZero()) {
-                try {
-                    stop.await(pause.toNanos(), TimeUnit.NANOSECONDS);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
+    /**
+     * One round: when a timer is due, fire a batch and go again at once ({@link Duration#ZERO}); when none
+     * fired although one is due, another instance holds those rows (SKIP LOCKED), so wait a poll interval
+     * instead of spinning; else sleep until the earliest timer is due, at most a poll interval.
+     */
+    @Override
+    protected Duration round() {
+        Duration pause = untilNextDue();
+        if (!pause.isZero()) {
+            return pause;
         }
+        return fireDue() == 0 ? settings.pollInterval() : Duration.ZERO;
+    }
+
+    /** The first look at the table happens as soon as the application starts. */
+    @Override
+    protected Duration firstDelay() {
+        return Duration.ZERO;
     }
 
     private static Duration min(Duration a, Duration b) {
         return a.compareTo(b) <= 0 ? a : b;
-    }
-
-    @Override
-    public synchronized void start() {
-        if (thread != null) {
-            return;
-        }
-        CountDownLatch stop = new CountDownLatch(1);
-        stopSignal = stop;
-        thread = Thread.ofPlatform().name("debounce-timer-firer").daemon(true).start(() -> loop(stop));
-    }
-
-    @Override
-    public synchronized void stop() {
-        Thread t = thread;
-        if (t == null) {
-            return;
-        }
-        stopSignal.countDown();
-        try {
-            // Let an in-flight round finish (commit or roll back) rather than cut it off.
-            if (!t.join(PUBLISH_TIMEOUT.plusSeconds(5))) {
-                log.warn("timer firer did not stop in time; interrupting");
-                t.interrupt();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        thread = null;
-    }
-
-    @Override
-    public boolean isRunning() {
-        return thread != null;
     }
 }

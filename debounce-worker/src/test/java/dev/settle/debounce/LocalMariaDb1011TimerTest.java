@@ -22,12 +22,12 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Found on the MariaDB 10.11 of the service machines: Connector/J drops the fractional seconds of a temporal
- * parameter when the server's version is below 5.6.4, and MariaDB before 11 announces {@code 5.5.5-10.x}. The
- * firer's guarded delete ({@code fire_at = ?}, bound from the value it had just read) matched nothing, every
- * round rolled back and no timer ever fired; arming lost up to a second of its window. Settle now binds every
- * DATETIME(6) parameter as text ({@code DbTime}). Runs where 127.0.0.1:3306 answers, skipped with the reason
- * printed otherwise; the embedded MariaDB 11.4 never showed the fault.
+ * Every DATETIME(6) parameter is bound as text ({@code DbTime}), because on MariaDB 10.11 Connector/J drops the
+ * fractional seconds of a temporal parameter: it does so when the server's version is below 5.6.4, and MariaDB
+ * before 11 announces {@code 5.5.5-10.x}. Bound as a temporal, the firer's guarded delete ({@code fire_at = ?},
+ * bound from the value it had just read) would match nothing, every round would roll back and no timer would
+ * fire, and arming would lose up to a second of its window. Runs where 127.0.0.1:3306 answers, skipped with the
+ * reason printed otherwise; the embedded MariaDB 11.4 does not truncate, so it cannot show the fault.
  */
 class LocalMariaDb1011TimerTest {
     private static final DebounceTiming TIMING = new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10));

@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
@@ -57,7 +58,9 @@ public final class EmbeddedKafka implements AutoCloseable {
             throw new UncheckedIOException(e);
         }
         String logDir = dir.resolve("data").toString();
-        KafkaConfig config = KafkaConfig.fromProps(serverProperties(chosen, controllerPort, logDir), false);
+        Properties props = new Properties();
+        props.putAll(brokerProperties(chosen, controllerPort, logDir));
+        KafkaConfig config = KafkaConfig.fromProps(props, false);
         try {
             new Formatter()
                     .setPrintStream(new PrintStream(PrintStream.nullOutputStream()))
@@ -84,28 +87,33 @@ public final class EmbeddedKafka implements AutoCloseable {
         return kafka;
     }
 
-    private static Properties serverProperties(int port, int controllerPort, String logDir) {
-        Properties p = new Properties();
-        p.putAll(Map.ofEntries(
-                Map.entry("process.roles", "broker,controller"),
-                Map.entry("node.id", "1"),
-                Map.entry("controller.quorum.voters", "1@127.0.0.1:" + controllerPort),
-                Map.entry("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort),
-                Map.entry("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port),
-                Map.entry("controller.listener.names", "CONTROLLER"),
-                Map.entry("inter.broker.listener.name", "PLAINTEXT"),
-                Map.entry("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"),
-                Map.entry("log.dirs", logDir),
-                Map.entry("auto.create.topics.enable", "true"),
-                Map.entry("num.partitions", "12"),
-                Map.entry("offsets.topic.replication.factor", "1"),
-                Map.entry("offsets.topic.num.partitions", "12"),
-                Map.entry("transaction.state.log.replication.factor", "1"),
-                Map.entry("transaction.state.log.min.isr", "1"),
-                Map.entry("share.coordinator.state.topic.replication.factor", "1"),
-                Map.entry("share.coordinator.state.topic.min.isr", "1"),
-                Map.entry("group.initial.rebalance.delay.ms", "0"),
-                Map.entry("log.retention.hours", "24")));
+    /**
+     * The server properties of a single-node KRaft broker on 127.0.0.1 (combined broker and controller, PLAINTEXT
+     * on {@code port}, the controller on {@code controllerPort}): topics created on first use with 12 partitions,
+     * replication factor 1 for the internal topics, no delay before a group's first rebalance. Shared with the
+     * broker that test-support runs in a child process.
+     */
+    public static Map<String, String> brokerProperties(int port, int controllerPort, String logDir) {
+        Map<String, String> p = new LinkedHashMap<>();
+        p.put("process.roles", "broker,controller");
+        p.put("node.id", "1");
+        p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
+        p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
+        p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+        p.put("controller.listener.names", "CONTROLLER");
+        p.put("inter.broker.listener.name", "PLAINTEXT");
+        p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        p.put("log.dirs", logDir);
+        p.put("auto.create.topics.enable", "true");
+        p.put("num.partitions", "12");
+        p.put("offsets.topic.replication.factor", "1");
+        p.put("offsets.topic.num.partitions", "12");
+        p.put("transaction.state.log.replication.factor", "1");
+        p.put("transaction.state.log.min.isr", "1");
+        p.put("share.coordinator.state.topic.replication.factor", "1");
+        p.put("share.coordinator.state.topic.min.isr", "1");
+        p.put("group.initial.rebalance.delay.ms", "0");
+        p.put("log.retention.hours", "24");
         return p;
     }
 

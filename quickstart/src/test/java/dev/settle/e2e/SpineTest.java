@@ -174,7 +174,7 @@ class SpineTest {
     }
 
     /**
-     * Issue test 8 as written: the timer was armed and fired (its row is gone, as {@code TimerFirer} leaves it), but
+     * A lost SessionReady ("every message answered"): the timer was armed and fired (its row is gone, as {@code TimerFirer} leaves it), but
      * the SessionReady never reached an agent. Armed and deleted in one transaction of the debounce worker, so the
      * running firer never sees the row and publishes nothing; only the sweeper can wake the session.
      */

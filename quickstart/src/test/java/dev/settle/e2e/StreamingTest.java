@@ -29,7 +29,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Streaming, the event stream, early interrupt and the double-texting policies. Chunk writes are slowed
- * down on purpose (flush delay 20 ms, batches of 4) to reproduce seed 003's conditions.
+ * down on purpose (flush delay 20 ms, batches of 4) so that a reader, an interrupt or a second message meets a
+ * reply whose chunks are still being written ("nothing streamed is lost").
  */
 class StreamingTest {
     static final Duration LONG = Duration.ofSeconds(40);
@@ -293,7 +294,8 @@ class StreamingTest {
     /**
      * Under {@code enqueue}, two bursts that both fire while a long turn runs get a reply each, in order. The
      * turn answering the first of them must stop at its burst end even though the second burst is already
-     * stored when it reads its span (before session_burst, both were merged into one reply).
+     * stored when it reads its span (session_burst records where each burst ends, so they are not merged into
+     * one reply).
      */
     @Test
     void enqueue_gives_each_burst_that_piled_up_during_a_long_turn_its_own_reply_in_order() {

@@ -117,7 +117,7 @@ class TenantWebhookSecretsTest {
         String key = tenant("legacy");
         ok(200, call("PATCH", "/v1/admin/tenants/legacy", ADMIN,
                 "{\"webhookUrl\":\"" + settle.receiver.url() + "/legacy\"}"));
-        // a row from before every tenant URL had secrets (the API no longer leaves one so)
+        // a tenant URL without secrets, as a row written outside the API may be (the API never leaves one so)
         settle.jdbc.update("UPDATE tenant SET webhook_secrets = NULL WHERE id = 'legacy'");
 
         String s = say(key, "hello legacy");

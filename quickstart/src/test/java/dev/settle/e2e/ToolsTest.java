@@ -213,7 +213,7 @@ class ToolsTest {
     }
 
     /**
-     * Seed 004's refresh: a client that reloads the conversation while a tool runs sees the step as EXECUTING
+     * A client that reloads the conversation while a tool runs sees the step as EXECUTING
      * (tool, arguments, no result), and after the turn the same step COMPLETED with its result. The tool is held
      * inside its transaction by a lock on every gap of ledger_entry, for well under the lease TTL.
      */

@@ -38,9 +38,9 @@ class TwoAgentsTest {
     static final int REPEATED_HINTS = 2;
     /**
      * A burst's concurrent POSTs must all commit inside one window, or its first turn is interrupted (correctly, but
-     * then the burst takes two model calls): the system's 400 ms was too short on a loaded 2-core machine. The lease
-     * TTL is raised for the same reason: a holder starved past 3 s was taken over (correctly fenced, again two model
-     * calls); expiry and takeover are TakeoverTest's subject, not this one's.
+     * then the burst takes two model calls): the system's 400 ms is too short on a loaded 2-core machine. The lease
+     * TTL is raised for the same reason: a holder starved past 3 s would be taken over (correctly fenced, again two
+     * model calls); expiry and takeover are TakeoverTest's subject, not this one's.
      */
     static final Map<String, Object> UNDER_LOAD = Map.of(
             "settle.debounce.window", "2000ms",

@@ -21,13 +21,14 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 5, test 7: a dispatcher killed (SIGKILL, its own JVM: no shutdown hook, no hand-back) while its POST is
+ * A dispatcher killed (SIGKILL, its own JVM: no shutdown hook, no hand-back) while its POST is
  * on the wire. The receiver holds that request; another dispatcher re-sends the delivery, with the same
  * webhook-id, once the dead one's claim has expired.
  *
  * <p>The victim is also the only agent while it answers, in another process than the ingest API (as in
  * production): the session's event stream, read with a disconnect and a Last-Event-ID reconnect, carries each of
- * its deltas exactly once, and they make up the committed reply (issue 4: the stream comes from the database).
+ * its deltas exactly once, and they make up the committed reply ("nothing streamed is lost": the stream comes
+ * from the database).
  */
 class WebhookKillTest {
     /** A claim lasts timeout + margin: 10 s + 2 s here (15 s + 15 s by default). */

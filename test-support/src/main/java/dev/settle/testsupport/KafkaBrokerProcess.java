@@ -105,26 +105,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     private String serverProperties() {
-        Map<String, String> p = new java.util.LinkedHashMap<>();
-        p.put("process.roles", "broker,controller");
-        p.put("node.id", "1");
-        p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-        p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
-        p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
-        p.put("controller.listener.names", "CONTROLLER");
-        p.put("inter.broker.listener.name", "PLAINTEXT");
-        p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
-        p.put("log.dirs", dir.resolve("data").toString());
-        p.put("auto.create.topics.enable", "true");
-        p.put("num.partitions", "12");
-        p.put("offsets.topic.replication.factor", "1");
-        p.put("offsets.topic.num.partitions", "12");
-        p.put("transaction.state.log.replication.factor", "1");
-        p.put("transaction.state.log.min.isr", "1");
-        p.put("share.coordinator.state.topic.replication.factor", "1");
-        p.put("share.coordinator.state.topic.min.isr", "1");
-        p.put("group.initial.rebalance.delay.ms", "0");
-        p.put("log.retention.hours", "24");
+        Map<String, String> p = EmbeddedKafka.brokerProperties(port, controllerPort, dir.resolve("data").toString());
         p.put("broker.session.timeout.ms", "2000");
         p.put("broker.heartbeat.interval.ms", "500");
         StringBuilder sb = new StringBuilder();

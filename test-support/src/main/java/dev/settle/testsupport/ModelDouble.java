@@ -1,22 +1,16 @@
 package dev.settle.testsupport;
 
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import org.awaitility.core.ConditionTimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -39,37 +33,26 @@ public final class ModelDouble implements AutoCloseable {
     private static final Duration POLL = Duration.ofMillis(5);
     private static final String PATH = "/v1/chat/completions";
 
-    private final HttpServer server;
-    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final List<ModelRequest> requests = new CopyOnWriteArrayList<>();
     private final AtomicInteger sequence = new AtomicInteger();
     private final AtomicInteger cancelled = new AtomicInteger();
     private volatile java.time.Instant lastCancelledAt;
-    private final AtomicInteger inFlight = new AtomicInteger();
     private final CountDownLatch closed = new CountDownLatch(1);
     private volatile CountDownLatch hangGate = new CountDownLatch(1);
     private volatile Function<ModelRequest, ModelResponse> script = ModelDouble::echo;
+    private final LocalHttpServer http;
 
-    private ModelDouble(HttpServer server) {
-        this.server = server;
+    private ModelDouble() {
+        this.http = LocalHttpServer.start(this::answer);
     }
 
     public static ModelDouble start() {
-        try {
-            HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-            ModelDouble model = new ModelDouble(server);
-            server.setExecutor(model.executor);
-            server.createContext("/", model::handle);
-            server.start();
-            return model;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return new ModelDouble();
     }
 
     /** {@code http://127.0.0.1:PORT/v1}, the base URL for an OpenAI client. */
     public String baseUrl() {
-        return "http://127.0.0.1:" + server.getAddress().getPort() + "/v1";
+        return http.url("/v1");
     }
 
     /** The default script: {@code "echo: " + } the user text since the last assistant message. */
@@ -140,22 +123,7 @@ public final class ModelDouble implements AutoCloseable {
         }
         closed.countDown();
         hangGate.countDown();
-        try {
-            await().atMost(Duration.ofSeconds(1)).pollInterval(POLL).until(() -> inFlight.get() == 0);
-        } catch (ConditionTimeoutException e) {
-            // stopping the server cuts the handlers still running
-        }
-        server.stop(0);
-        executor.shutdownNow();
-    }
-
-    private void handle(HttpExchange ex) throws IOException {
-        inFlight.incrementAndGet();
-        try {
-            answer(ex);
-        } finally {
-            inFlight.decrementAndGet();
-        }
+        http.stop();
     }
 
     private void answer(HttpExchange ex) throws IOException {

@@ -2,8 +2,6 @@ package dev.settle.testsupport;
 
 import com.standardwebhooks.Webhook;
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import org.awaitility.core.ConditionTimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -12,8 +10,6 @@ import tools.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -25,10 +21,7 @@ import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
@@ -86,33 +79,22 @@ public final class WebhookReceiver implements AutoCloseable {
         }
     }
 
-    private final HttpServer server;
-    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final List<Delivery> deliveries = new ArrayList<>();
     private final CountDownLatch closed = new CountDownLatch(1);
-    private final AtomicInteger inFlight = new AtomicInteger();
     private volatile Function<Delivery, Answer> script = d -> Answer.status(200);
+    private final LocalHttpServer http;
 
-    private WebhookReceiver(HttpServer server) {
-        this.server = server;
+    private WebhookReceiver() {
+        this.http = LocalHttpServer.start(this::answer);
     }
 
     public static WebhookReceiver start() {
-        try {
-            HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-            WebhookReceiver receiver = new WebhookReceiver(server);
-            server.setExecutor(receiver.executor);
-            server.createContext("/", receiver::handle);
-            server.start();
-            return receiver;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return new WebhookReceiver();
     }
 
     /** {@code http://127.0.0.1:PORT/hooks}; any other path on the port is accepted too. */
     public String url() {
-        return "http://127.0.0.1:" + server.getAddress().getPort() + "/hooks";
+        return http.url("/hooks");
     }
 
     /** Each following request takes the next status; once they are used up, 200. */
@@ -180,22 +162,7 @@ public final class WebhookReceiver implements AutoCloseable {
     @Override
     public void close() {
         closed.countDown();
-        try {
-            await().atMost(Duration.ofSeconds(1)).pollInterval(POLL).until(() -> inFlight.get() == 0);
-        } catch (ConditionTimeoutException e) {
-            // stopping the server cuts the handlers still running
-        }
-        server.stop(0);
-        executor.shutdownNow();
-    }
-
-    private void handle(HttpExchange ex) throws IOException {
-        inFlight.incrementAndGet();
-        try {
-            answer(ex);
-        } finally {
-            inFlight.decrementAndGet();
-        }
+        http.stop();
     }
 
     private void answer(HttpExchange ex) throws IOException {
