@@ -1,18 +1,13 @@
 package dev.settle.ingest.accept;
 
 import dev.settle.ingest.IngestSettings;
+import dev.settle.boot.PeriodicTask;
 import dev.settle.schema.DbTime;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
-import java.time.Duration;
-import java.time.Instant;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Idempotency keys are honoured for {@code SETTLE_IDEMPOTENCY_RETENTION} (24 h, as Stripe, Inngest and Restate
@@ -28,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  * </ol>
  */
 @Component
-public class IdempotencyRetention implements SmartLifecycle {
+public class IdempotencyRetention extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(IdempotencyRetention.class);
     static final int BATCH = 1000;
     static final String CUTOFF = "SELECT DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)";
@@ -41,9 +36,9 @@ public class IdempotencyRetention implements SmartLifecycle {
     private final JdbcTemplate jdbc;
     private final IngestSettings.Idempotency settings;
     private volatile String from = BEGINNING;
-    private ScheduledExecutorService timer;
 
     public IdempotencyRetention(JdbcTemplate jdbc, IngestSettings settings) {
+        super("idempotency-retention", settings.idempotency().purgeInterval());
         this.jdbc = jdbc;
         this.settings = settings.idempotency();
     }
@@ -62,31 +57,16 @@ public class IdempotencyRetention implements SmartLifecycle {
         return forgotten;
     }
 
+    /** A failed purge is logged and tried again one {@code purge-interval} later. */
     @Override
-    public void start() {
-        timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("idempotency-retention").factory());
-        long every = settings.purgeInterval().toMillis();
-        timer.scheduleWithFixedDelay(() -> {
-            try {
-                long forgotten = purge();
-                if (forgotten > 0) {
-                    log.info("forgot {} idempotency keys older than {}", forgotten, settings.retention());
-                }
-            } catch (RuntimeException e) {
-                log.warn("idempotency key purge failed; retried in {}: {}", settings.purgeInterval(), e.toString());
+    protected void tick() {
+        try {
+            long forgotten = purge();
+            if (forgotten > 0) {
+                log.info("forgot {} idempotency keys older than {}", forgotten, settings.retention());
             }
-        }, every, every, TimeUnit.MILLISECONDS);
-    }
-
-    @Override
-    public void stop() {
-        if (timer != null) {
-            timer.shutdownNow();
+        } catch (RuntimeException e) {
+            log.warn("idempotency key purge failed; retried in {}: {}", settings.purgeInterval(), e.toString());
         }
-    }
-
-    @Override
-    public boolean isRunning() {
-        return timer != null && !timer.isShutdown();
     }
 }

@@ -7,6 +7,7 @@ import dev.settle.ingest.http.Caller;
 import dev.settle.ingest.http.Paging;
 import dev.settle.ingest.http.SessionId;
 import dev.settle.schema.DbTime;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestAttribute;
@@ -19,11 +20,15 @@ import java.util.Map;
 
 /**
  * The demo agent's side effects: {@code GET /v1/ledger/entries?sessionId=...}, oldest first, a page at a time
- * ({@code &after=&limit=}, see {@link Paging}).
+ * ({@code &after=&limit=}, see {@link Paging}). Served only while {@code settle.demo.enabled} is true (the
+ * default); without the demo the route does not exist (404, like any unknown route).
  */
 @RestController
+@ConditionalOnProperty(name = LedgerController.DEMO_ENABLED, havingValue = "true", matchIfMissing = true)
 @ApiAccess(Caller.Role.TENANT)
 public class LedgerController {
+    /** The switch of the demo: false leaves it out of this deployment. */
+    public static final String DEMO_ENABLED = "settle.demo.enabled";
     /** Parameters: tenant, session external id, after entry id (0 for the first page), rows. */
     static final String ENTRIES = """
             SELECT l.id, s.external_id, l.execution_id, l.amount, l.category, l.note, l.created_at
