@@ -16,12 +16,13 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Publishes {@link MessageAccepted} after the message committed. The event is a wake-up hint: if the
- * broker is down the message is still durable, and the debounce worker's sweeper answers the session.
+ * broker is down the message is still durable, and the debounce worker's sweeper answers the session
+ * ("every message answered", docs/PROMISES.md).
  *
  * <p>The request thread never waits for Kafka: {@link #publish} only queues the event, and one sender thread
  * hands the queued events to the producer in order. While the broker is away (its client then forgets the
  * topic's metadata and rebootstraps) every {@code send} blocks for {@code max.block.ms} before it fails; on the
- * request thread that made every 202 wait that long. An event that cannot be sent, or that finds the queue
+ * request thread that would make every 202 wait that long. An event that cannot be sent, or that finds the queue
  * ({@value #QUEUE_CAPACITY} events) full, is dropped with a warning: the sweeper answers its session.
  */
 @Component

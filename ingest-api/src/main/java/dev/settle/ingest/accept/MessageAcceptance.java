@@ -24,7 +24,7 @@ import java.util.Map;
 import java.util.UUID;
 
 /**
- * Promise 1, "accepted means durable": a message is stored, and the session's version bumped, in one short
+ * "accepted means durable" (docs/PROMISES.md): a message is stored, and the session's version bumped, in one short
  * transaction; the caller answers 202 only after it committed.
  *
  * <ol>
@@ -93,14 +93,13 @@ public class MessageAcceptance {
     }
 
     /**
-     * Accepts once, even when the database connection dies under it (found by the chaos run): the message id
+     * Accepts once, even when the database connection dies under it: the message id
      * is chosen before the transaction, so after a failure whose outcome is unknown (a lost connection, a
      * failed commit) the message is looked up by that id — committed means accepted, absent means the
      * transaction rolled back and is tried again (after a short random pause), up to {@link #ATTEMPTS} times.
      *
-     * <p>The look-up can fail too (the long chaos run killed the connection it used, and the POST answered 503
-     * "nothing was accepted" for a message that had been stored): the outcome then stays unknown and the next
-     * attempt looks again before it writes anything. If every look fails, the answer says that the message may
+     * <p>The look-up can fail too (its connection dies as well): the outcome then stays unknown, never "nothing was
+     * accepted", and the next attempt looks again before it writes anything. If every look fails, the answer says that the message may
      * have been stored ({@link OutcomeUnknown}), never that nothing was.
      */
     public Accepted accept(String tenant, MessageRequest request) {
@@ -158,8 +157,8 @@ public class MessageAcceptance {
     static final int ATTEMPTS = 5;
 
     /**
-     * A deadlock victim that retries at once meets the same partners again (CI saw three immediate retries all
-     * lose): wait a random 5–25 ms, doubling per attempt, so the contenders spread out.
+     * A deadlock victim that retries at once meets the same partners again: wait a random 5–25 ms, doubling per
+     * attempt, so the contenders spread out.
      */
     private static void backOff(int attempt) {
         long bound = 20L << Math.min(attempt - 1, 4);
@@ -222,7 +221,7 @@ public class MessageAcceptance {
                     Math.max(1, limits.unansweredRetryAfter().toSeconds()));
         }
         if (row.busy()) {
-            // policy reject (QingLedger's behaviour): nothing is stored, the version bump rolls back
+            // policy reject: nothing is stored, the version bump rolls back
             throw new ApiProblem(HttpStatus.CONFLICT, "session-busy",
                     "this session is still answering earlier messages (policy reject); retry when it is idle");
         }

@@ -23,11 +23,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
- * Found by the long chaos run (10,000 bursts, 1,123 killed connections): a POST whose commit went through but whose
- * connection died before the acknowledgement, and whose look-up by message id then died too, answered 503
- * "nothing was accepted" — and the client's retry stored the message a second time. The look-up is now retried
- * like the write, and only a look-up that never answers gives up, saying the message may have been stored.
- * Faults are injected on the real MariaDB connections: the commit runs, then the driver "loses" its answer.
+ * A POST whose commit went through but whose connection died before the acknowledgement, and whose look-up by
+ * message id then died too, is never answered "nothing was accepted" (the client's retry would store the message a
+ * second time): the look-up is retried like the write, and only a look-up that never answers gives up, saying the
+ * message may have been stored. Faults are injected on the real MariaDB connections: the commit runs, then the
+ * driver "loses" its answer.
  */
 class LostCommitAckTest {
     static IngestApp app;
