@@ -1,8 +1,8 @@
 package dev.settle.ingest.accept;
 
 import dev.settle.ingest.http.ApiProblem;
-import dev.settle.schema.SessionRules;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionRules;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;

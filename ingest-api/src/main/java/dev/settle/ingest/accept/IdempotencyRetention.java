@@ -1,7 +1,7 @@
 package dev.settle.ingest.accept;
 
-import dev.settle.ingest.IngestSettings;
 import dev.settle.boot.PeriodicTask;
+import dev.settle.ingest.IngestSettings;
 import dev.settle.schema.DbTime;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -2,19 +2,19 @@ package dev.settle.ingest.accept;
 
 import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiProblem;
-import dev.settle.schema.SessionRules;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionEvents;
+import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.dao.RecoverableDataAccessException;
 import org.springframework.dao.TransientDataAccessException;
-import org.springframework.transaction.TransactionException;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.TransactionException;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Instant;

@@ -3,8 +3,8 @@ package dev.settle.ingest.views;
 import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiProblem;
 import dev.settle.ingest.http.Paging;
-import dev.settle.schema.SessionRules;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
