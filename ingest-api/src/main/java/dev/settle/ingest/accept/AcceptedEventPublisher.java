@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * ({@value #QUEUE_CAPACITY} events) full, is dropped with a warning: the sweeper answers its session.
  */
 @Component
-public class AcceptedEventPublisher implements DisposableBean {
+class AcceptedEventPublisher implements DisposableBean {
     static final int QUEUE_CAPACITY = 10_000;
     private static final Logger log = LoggerFactory.getLogger(AcceptedEventPublisher.class);
     private final KafkaTemplate<String, String> kafka;

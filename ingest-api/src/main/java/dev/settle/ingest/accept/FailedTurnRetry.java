@@ -17,7 +17,7 @@ import java.util.List;
  * is left alone, so a broken model never causes a retry loop.
  */
 @Component
-public class FailedTurnRetry {
+class FailedTurnRetry {
     static final String CLEAR = """
             UPDATE chat_session s SET s.failed_version = s.replied_version
              WHERE s.tenant_id = ? AND s.external_id = ? AND\s""" + SessionRules.FAILED_AT_VERSION;

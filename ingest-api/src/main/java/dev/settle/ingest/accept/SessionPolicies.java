@@ -5,7 +5,7 @@ import org.springframework.stereotype.Component;
 
 /** A session's double-texting policy; setting it on an unknown session creates the session (version 0). */
 @Component
-public class SessionPolicies {
+class SessionPolicies {
     static final String UPSERT = """
             INSERT INTO chat_session (tenant_id, external_id, version, policy, created_at)
             VALUES (?, ?, 0, ?, UTC_TIMESTAMP(6))

@@ -12,7 +12,7 @@ import java.util.List;
  * disabled. Affected rows 0 = not FAILED (or not this tenant's): the caller tells which.
  */
 @Component
-public class DeliveryReplay {
+class DeliveryReplay {
     static final String REPLAY = """
             UPDATE webhook_delivery d JOIN chat_session s ON s.id = d.session_id
                SET d.status = 'PENDING', d.next_attempt_at = UTC_TIMESTAMP(6), d.attempts_before_replay = d.attempts,

@@ -20,7 +20,7 @@ import java.util.Map;
  * A delivery is shown only through its session's tenant.
  */
 @Component
-public class WebhookDeliveries {
+class WebhookDeliveries {
     /** Parameters: tenant, status (or null) twice, session external id (or null) twice, before id (or null) twice, limit. */
     static final String LIST = """
             SELECT d.id, d.webhook_id, s.external_id, d.event_type, d.endpoint_url, d.status, d.attempts,

@@ -18,7 +18,7 @@ import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExcep
 
 /** Every error leaves as application/problem+json (RFC 9457); Spring's own errors included. */
 @RestControllerAdvice
-public class ProblemHandler extends ResponseEntityExceptionHandler {
+class ProblemHandler extends ResponseEntityExceptionHandler {
     private static final Logger log = LoggerFactory.getLogger(ProblemHandler.class);
 
     @ExceptionHandler(ApiProblem.class)

@@ -13,7 +13,7 @@ import java.util.concurrent.ConcurrentMap;
  * not a billing meter). {@code rate} 0 turns the limit off.
  */
 @Component
-public class TenantRateLimiter {
+class TenantRateLimiter {
     private final double rate;
     private final double burst;
     private final ConcurrentMap<String, TokenBucket> buckets = new ConcurrentHashMap<>();

@@ -26,7 +26,7 @@ import java.util.Map;
  * </ol>
  */
 @Component
-public class ApiKeys implements TenantKeys {
+class ApiKeys implements TenantKeys {
     static final String INSERT = """
             INSERT INTO api_key (tenant_id, key_hash, prefix, created_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))""";
 

@@ -24,7 +24,7 @@ import java.util.List;
  * </ol>
  */
 @Component
-public class EventStream {
+class EventStream {
     static final String AFTER = """
             SELECT seq, type, data FROM session_event
              WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500""";

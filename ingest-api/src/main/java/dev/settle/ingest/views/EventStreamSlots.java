@@ -18,7 +18,7 @@ import java.util.Map;
  * instances a tenant may hold up to N × max-per-tenant streams.
  */
 @Component
-public class EventStreamSlots {
+class EventStreamSlots {
     /** The Retry-After of a refused stream: slots come back as other streams end, at no known time. */
     static final long RETRY_AFTER_SECONDS = 5;
 
