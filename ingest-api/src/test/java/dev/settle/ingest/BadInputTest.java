@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.ingest.http.HttpLayerProblems;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;

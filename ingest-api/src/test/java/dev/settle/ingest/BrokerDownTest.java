@@ -22,10 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Found by the chaos run's broker restart: while the broker was down every POST took 2 s or more to answer
- * 202, because the request thread published MessageAccepted itself and the producer, having forgotten the
- * topic's metadata (rebootstrap), blocked each send for {@code max.block.ms}. Publishing is now queued to a
- * sender thread: the 202 comes at once, and once the broker is back the events flow again.
+ * While the broker is down a POST is still answered 202 at once: MessageAccepted is queued to a sender thread,
+ * never sent on the request thread (a producer that forgot the topic's metadata blocks each send for
+ * {@code max.block.ms}); once the broker is back the events flow again.
  */
 class BrokerDownTest {
 

@@ -14,9 +14,9 @@ import java.util.UUID;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * Found by the chaos run: a database connection killed under a POST answered 500 (and a client could not
- * know whether its message was stored). The ingest API now settles the outcome by the message id chosen
- * before the transaction and retries a transaction that rolled back. One pooled connection makes the kill
+ * A database connection killed under a POST does not leave the client guessing: the ingest API settles the
+ * outcome by the message id chosen before the transaction and retries a transaction that rolled back, so the
+ * message is accepted once ("accepted means durable", docs/PROMISES.md). One pooled connection makes the kill
  * land on the connection the next POST uses.
  */
 class DeadConnectionTest {

@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.ingest.accept.IdempotencyRetention;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

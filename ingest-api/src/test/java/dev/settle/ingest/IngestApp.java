@@ -14,27 +14,27 @@ import java.util.HashMap;
 import java.util.Map;
 
 /** The ingest API started for real on a fresh database of the shared MariaDB and the shared broker. */
-final class IngestApp implements AutoCloseable {
-    static final String KEY = "test-key";
-    static final String ADMIN_KEY = "test-admin-key";
-    final ConfigurableApplicationContext context;
-    final String base;
+public final class IngestApp implements AutoCloseable {
+    public static final String KEY = "test-key";
+    public static final String ADMIN_KEY = "test-admin-key";
+    public final ConfigurableApplicationContext context;
+    public final String base;
     /** Actuator's base URL (the management port). */
-    final String management;
-    final JdbcTemplate jdbc;
-    final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    public final String management;
+    public final JdbcTemplate jdbc;
+    public final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    IngestApp(String hint) {
+    public IngestApp(String hint) {
         this(hint, Map.of());
     }
 
     /** @param extra further properties, e.g. limits */
-    IngestApp(String hint, Map<String, Object> extra) {
+    public IngestApp(String hint, Map<String, Object> extra) {
         this(SharedInfra.newDatabase(hint), SharedInfra.kafkaBootstrap(), extra);
     }
 
     /** On any database and broker (compatibility runs). */
-    IngestApp(String jdbcUrl, String kafkaBootstrap, Map<String, Object> extra) {
+    public IngestApp(String jdbcUrl, String kafkaBootstrap, Map<String, Object> extra) {
         Map<String, Object> props = new HashMap<>(Map.of(
                 "server.port", "0",
                 "management.server.port", "0",
@@ -49,7 +49,7 @@ final class IngestApp implements AutoCloseable {
         jdbc = context.getBean(JdbcTemplate.class);
     }
 
-    HttpResponse<String> post(String path, String contentType, String body, String... headers) {
+    public HttpResponse<String> post(String path, String contentType, String body, String... headers) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
                 .POST(HttpRequest.BodyPublishers.ofString(body == null ? "" : body));
         if (contentType != null) {
@@ -62,23 +62,23 @@ final class IngestApp implements AutoCloseable {
         return send(b.build());
     }
 
-    HttpResponse<String> postBytes(String path, byte[] body) {
+    public HttpResponse<String> postBytes(String path, byte[] body) {
         return send(HttpRequest.newBuilder(URI.create(base + path))
                 .header("Content-Type", "application/json")
                 .header("Authorization", "Bearer " + KEY)
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build());
     }
 
-    HttpResponse<String> get(String path) {
+    public HttpResponse<String> get(String path) {
         return get(path, KEY);
     }
 
-    HttpResponse<String> get(String path, String key) {
+    public HttpResponse<String> get(String path, String key) {
         return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + key).GET().build());
     }
 
     /** A JSON request with any method and bearer key (null body = none). */
-    HttpResponse<String> call(String method, String path, String key, String json) {
+    public HttpResponse<String> call(String method, String path, String key, String json) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
                 .method(method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
         if (json != null) {
@@ -90,7 +90,7 @@ final class IngestApp implements AutoCloseable {
         return send(b.build());
     }
 
-    HttpResponse<String> send(HttpRequest request) {
+    public HttpResponse<String> send(HttpRequest request) {
         try {
             return http.send(request, HttpResponse.BodyHandlers.ofString());
         } catch (Exception e) {
@@ -99,7 +99,7 @@ final class IngestApp implements AutoCloseable {
     }
 
     /** Rows of every Settle table, to prove that a refused request changed nothing. */
-    String fingerprint() {
+    public String fingerprint() {
         StringBuilder sb = new StringBuilder();
         for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry", "session_event", "tenant", "api_key", "webhook_attempt", "webhook_endpoint", "session_burst"}) {
             sb.append(table).append('=').append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1")).append('\n');

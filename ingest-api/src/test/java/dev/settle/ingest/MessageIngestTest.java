@@ -100,7 +100,7 @@ class MessageIngestTest {
     }
 
     /**
-     * Found by CI: several devices posting the first messages of a new session at once may deadlock inside
+     * Several devices posting the first messages of a new session at once may deadlock inside
      * InnoDB (the upsert of a row that does not exist yet takes gap locks). Each of them must still be
      * accepted, with versions 1..n, and never answered 503.
      */

@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.ingest.http.OpenApiController;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -104,7 +105,7 @@ class OperationsTest {
                 RequestMappingHandlerMapping.class);
         for (Map.Entry<RequestMappingInfo, ?> e : mapping.getHandlerMethods().entrySet()) {
             var handler = (org.springframework.web.method.HandlerMethod) e.getValue();
-            if (!handler.getBeanType().getPackageName().equals("dev.settle.ingest")) {
+            if (!handler.getBeanType().getPackageName().startsWith("dev.settle.ingest")) {
                 continue;
             }
             for (String path : e.getKey().getPatternValues()) {

@@ -1,5 +1,6 @@
 package dev.settle.ingest;
 
+import dev.settle.ingest.http.Sha256;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -94,7 +95,7 @@ class TenantTest {
         assertEquals(0, app.jdbc.queryForObject("SELECT COUNT(*) FROM api_key WHERE key_hash = ? OR prefix = ?",
                 Integer.class, first, first));
         assertEquals(1, app.jdbc.queryForObject("SELECT COUNT(*) FROM api_key WHERE key_hash = ?", Integer.class,
-                MessageRequest.sha256(first)));
+                Sha256.hex(first)));
 
         HttpResponse<String> issued = app.call("POST", "/v1/admin/tenants/" + id + "/keys", IngestApp.ADMIN_KEY, null);
         assertEquals(201, issued.statusCode(), issued.body());

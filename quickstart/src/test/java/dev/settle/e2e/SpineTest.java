@@ -1,10 +1,10 @@
 package dev.settle.e2e;
 
-import dev.settle.debounce.DebounceTimers;
-import dev.settle.ingest.ApiKeyFilter;
-import dev.settle.ingest.MessageAcceptance;
-import dev.settle.ingest.MessageRequest;
 import dev.settle.contracts.MessageAccepted;
+import dev.settle.debounce.DebounceTimers;
+import dev.settle.ingest.accept.MessageAcceptance;
+import dev.settle.ingest.accept.MessageRequest;
+import dev.settle.ingest.http.ApiKeyFilter;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
 import dev.settle.testsupport.WebhookReceiver;

@@ -1,0 +1,250 @@
+package dev.settle.ingest.accept;
+
+import dev.settle.ingest.IngestSettings;
+import dev.settle.ingest.http.ApiProblem;
+import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionEvents;
+import dev.settle.schema.SessionRules;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.DuplicateKeyException;
+import org.springframework.dao.RecoverableDataAccessException;
+import org.springframework.dao.TransientDataAccessException;
+import org.springframework.http.HttpStatus;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.TransactionException;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * "accepted means durable" (docs/PROMISES.md): a message is stored, and the session's version bumped, in one short
+ * transaction; the caller answers 202 only after it committed.
+ *
+ * <ol>
+ *   <li>With an Idempotency-Key, look for the message it already created: same text → the same answer again,
+ *       other text → 422. Nothing is written.</li>
+ *   <li>Create the session or bump its version and reserve the seq of its {@code message.accepted} event
+ *       ({@link #UPSERT_SESSION}); the row lock serialises every writer of this session until commit.</li>
+ *   <li>Read back the version and the database time of this message ({@link #READ_SESSION}).</li>
+ *   <li>More than {@code max-unanswered} messages unanswered with this one → 429 with Retry-After, rolled
+ *       back like any refusal; exact, because the session row is locked since step 2.</li>
+ *   <li>Under policy {@code reject} (the session's, else its tenant's, else the deployment's), refuse (409) while the session is generating, has a timer armed or has
+ *       unanswered messages: the transaction rolls back and nothing is stored.</li>
+ *   <li>Insert the message ({@link #INSERT_MESSAGE}); the unique index on (session, idempotency key) stops a
+ *       concurrent replay: the transaction rolls back (the version bump with it) and step 1 answers.</li>
+ *   <li>Append {@code message.accepted} to the session's event log, in the same transaction.</li>
+ * </ol>
+ */
+@Component
+public class MessageAcceptance {
+    private static final Logger log = LoggerFactory.getLogger(MessageAcceptance.class);
+    static final String FIND_BY_KEY = """
+            SELECT m.message_uid, m.version, m.body_sha256
+              FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+             WHERE s.tenant_id = ? AND s.external_id = ? AND m.idempotency_key = ?""";
+
+    static final String UPSERT_SESSION = """
+            INSERT INTO chat_session (tenant_id, external_id, version, event_seq, oldest_unanswered_at, last_message_at, created_at)
+            VALUES (?, ?, 1, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+            ON DUPLICATE KEY UPDATE
+                version = version + 1,
+                event_seq = event_seq + 1,
+                oldest_unanswered_at = COALESCE(oldest_unanswered_at, UTC_TIMESTAMP(6)),
+                last_message_at = UTC_TIMESTAMP(6)""";
+
+    /**
+     * {@code pending}: the session had work before this message ({@link SessionRules#HAS_WORK} at the version before
+     * its bump).
+     */
+    static final String READ_SESSION = "SELECT s.id, s.version, s.event_seq, s.oldest_unanswered_at, s.last_message_at, "
+            + SessionRules.EFFECTIVE_POLICY + " AS policy, "
+            + SessionRules.LEASE_LIVE + " AS generating, " + """
+                   s.version - s.replied_version AS unanswered,
+                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
+                   (s.version - 1 > s.replied_version AND s.version - 1 > s.failed_version) AS pending
+              FROM chat_session s WHERE s.tenant_id = ? AND s.external_id = ?""";
+
+    static final String INSERT_MESSAGE = """
+            INSERT INTO chat_message (message_uid, session_id, role, text, version, idempotency_key, body_sha256, created_at)
+            VALUES (?, ?, 'user', ?, ?, ?, ?, ?)""";
+
+    /** What the client is told; {@code replay} when an Idempotency-Key answered from the stored message. */
+    public record Accepted(long sessionPk, String sessionId, String messageId, long version,
+                           Instant acceptedAt, Instant oldestUnansweredAt, boolean replay) {
+    }
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final String defaultPolicy;
+    private final IngestSettings.Limits limits;
+
+    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings) {
+        this.jdbc = jdbc;
+        this.tx = tx;
+        this.defaultPolicy = settings.policy().defaultPolicy();
+        this.limits = settings.limits();
+    }
+
+    /**
+     * Accepts once, even when the database connection dies under it: the message id
+     * is chosen before the transaction, so after a failure whose outcome is unknown (a lost connection, a
+     * failed commit) the message is looked up by that id — committed means accepted, absent means the
+     * transaction rolled back and is tried again (after a short random pause), up to {@link #ATTEMPTS} times.
+     *
+     * <p>The look-up can fail too (its connection dies as well): the outcome then stays unknown, never "nothing was
+     * accepted", and the next attempt looks again before it writes anything. If every look fails, the answer says that the message may
+     * have been stored ({@link OutcomeUnknown}), never that nothing was.
+     */
+    public Accepted accept(String tenant, MessageRequest request) {
+        String messageId = "msg_" + UUID.randomUUID();
+        RuntimeException unknown = null; // the failure of an attempt whose outcome is not settled yet
+        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+            if (unknown != null) {
+                backOff(attempt - 1);
+                try {
+                    Accepted committed = committed(messageId, request.sessionId());
+                    if (committed != null) {
+                        return committed;
+                    }
+                    unknown = null; // settled: it rolled back
+                } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
+                         | DataAccessResourceFailureException lookupFailed) {
+                    continue; // still unknown: look again before writing
+                }
+            }
+            try {
+                return acceptOnce(tenant, request, messageId);
+            } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
+                     | DataAccessResourceFailureException failed) {
+                unknown = failed;
+            }
+        }
+        backOff(ATTEMPTS);
+        try {
+            Accepted committed = committed(messageId, request.sessionId());
+            if (committed != null) {
+                return committed;
+            }
+        } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
+                 | DataAccessResourceFailureException lookupFailed) {
+            throw new OutcomeUnknown(messageId, lookupFailed);
+        }
+        throw unknown;
+    }
+
+    /**
+     * The database failed under an attempt and under every look-up after it: the message may be stored. Answered
+     * 503 with Retry-After; the client retries with the same Idempotency-Key or reads the messages before sending
+     * again.
+     */
+    public static final class OutcomeUnknown extends ApiProblem {
+        public OutcomeUnknown(String messageId, Throwable cause) {
+            super(HttpStatus.SERVICE_UNAVAILABLE, "outcome-unknown",
+                    "the database failed while the message was being stored and is still unavailable; it may have been "
+                            + "stored. Retry with the same Idempotency-Key (answered from the stored message if it was), "
+                            + "or read GET /v1/sessions/{id}/messages before sending again", 1, cause);
+            log.warn("the outcome of storing {} is unknown: {}", messageId, cause.toString());
+        }
+    }
+
+    static final int ATTEMPTS = 5;
+
+    /**
+     * A deadlock victim that retries at once meets the same partners again: wait a random 5–25 ms, doubling per
+     * attempt, so the contenders spread out.
+     */
+    private static void backOff(int attempt) {
+        long bound = 20L << Math.min(attempt - 1, 4);
+        try {
+            Thread.sleep(5 + java.util.concurrent.ThreadLocalRandom.current().nextLong(bound));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static final String BY_UID = """
+            SELECT s.id, m.version, m.created_at, s.oldest_unanswered_at
+              FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE m.message_uid = ?""";
+
+    private Accepted committed(String messageId, String sessionId) {
+        List<Accepted> rows = jdbc.query(BY_UID, (rs, i) -> new Accepted(rs.getLong("id"), sessionId, messageId,
+                rs.getLong("version"), DbTime.instant(rs, "created_at"), DbTime.instant(rs, "oldest_unanswered_at"), false),
+                messageId);
+        return rows.isEmpty() ? null : rows.getFirst();
+    }
+
+    private Accepted acceptOnce(String tenant, MessageRequest request, String messageId) {
+        if (request.idempotencyKey() != null) {
+            Accepted replay = replay(tenant, request);
+            if (replay != null) {
+                return replay;
+            }
+        }
+        try {
+            return tx.execute(status -> insert(tenant, request, messageId));
+        } catch (DuplicateKeyException raced) {
+            // an earlier attempt of this very request committed after all (its commit finished after its
+            // connection died): the retry collided with its message id
+            Accepted ours = committed(messageId, request.sessionId());
+            if (ours != null) {
+                return ours;
+            }
+            Accepted replay = replay(tenant, request);
+            if (replay == null) {
+                throw raced;
+            }
+            return replay;
+        }
+    }
+
+    private Accepted insert(String tenant, MessageRequest request, String messageId) {
+        jdbc.update(UPSERT_SESSION, tenant, request.sessionId());
+        record Row(long id, long version, long eventSeq, Instant oldest, Instant now, boolean busy, long unanswered) {
+        }
+        Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"), rs.getLong("event_seq"),
+                DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at"),
+                "reject".equals(rs.getString("policy"))
+                        && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
+                rs.getLong("unanswered")),
+                defaultPolicy, tenant, request.sessionId());
+        if (row.unanswered() > limits.maxUnanswered()) {
+            // the version bump rolls back with the refusal
+            throw new ApiProblem(HttpStatus.TOO_MANY_REQUESTS, "too-many-unanswered",
+                    "this session has " + limits.maxUnanswered() + " unanswered messages; retry when it has answered",
+                    Math.max(1, limits.unansweredRetryAfter().toSeconds()));
+        }
+        if (row.busy()) {
+            // policy reject: nothing is stored, the version bump rolls back
+            throw new ApiProblem(HttpStatus.CONFLICT, "session-busy",
+                    "this session is still answering earlier messages (policy reject); retry when it is idle");
+        }
+        jdbc.update(INSERT_MESSAGE, messageId, row.id(), request.text(), row.version(), request.idempotencyKey(),
+                request.bodySha256(), DbTime.utc(row.now()));
+        Map<String, Object> event = new LinkedHashMap<>();
+        event.put("messageId", messageId);
+        event.put("version", row.version());
+        event.put("text", request.text());
+        // the upsert reserved this event's seq (event_seq + 1) under the row lock it holds until commit
+        SessionEvents.insertReserved(jdbc, row.id(), row.eventSeq(), SessionEvents.Event.of("message.accepted", null, event));
+        return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
+    }
+
+    private Accepted replay(String tenant, MessageRequest request) {
+        List<Accepted> found = jdbc.query(FIND_BY_KEY, (rs, i) -> {
+            if (!rs.getString("body_sha256").equals(request.bodySha256())) {
+                throw new ApiProblem(HttpStatus.UNPROCESSABLE_CONTENT, "idempotency-key-reused",
+                        "this Idempotency-Key was already used with a different body");
+            }
+            return new Accepted(0, request.sessionId(), rs.getString("message_uid"), rs.getLong("version"),
+                    null, null, true);
+        }, tenant, request.sessionId(), request.idempotencyKey());
+        return found.isEmpty() ? null : found.getFirst();
+    }
+}

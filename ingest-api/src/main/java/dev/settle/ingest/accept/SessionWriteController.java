@@ -1,0 +1,85 @@
+package dev.settle.ingest.accept;
+
+import dev.settle.ingest.IngestSettings;
+import dev.settle.ingest.http.ApiAccess;
+import dev.settle.ingest.http.ApiKeyFilter;
+import dev.settle.ingest.http.Caller;
+import dev.settle.ingest.http.SessionId;
+import dev.settle.ingest.views.SessionViews;
+import io.micrometer.core.instrument.MeterRegistry;
+import jakarta.servlet.http.HttpServletRequest;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** What a client changes in a session ({@code /v1/sessions/{id}}): its messages, its policy, a retry. */
+@RestController
+@ApiAccess(Caller.Role.TENANT)
+@RequestMapping("/v1/sessions/{sessionId}")
+public class SessionWriteController {
+    private final IngestSettings settings;
+    private final MessageAcceptance acceptance;
+    private final AcceptedEventPublisher publisher;
+    private final SessionViews views;
+    private final SessionPolicies policies;
+    private final FailedTurnRetry retries;
+    private final MeterRegistry meters;
+
+    public SessionWriteController(IngestSettings settings, MessageAcceptance acceptance, AcceptedEventPublisher publisher,
+                                  SessionViews views, SessionPolicies policies, FailedTurnRetry retries,
+                                  MeterRegistry meters) {
+        this.settings = settings;
+        this.acceptance = acceptance;
+        this.publisher = publisher;
+        this.views = views;
+        this.policies = policies;
+        this.retries = retries;
+        this.meters = meters;
+    }
+
+    /** 202 only after the message committed; the event to the debounce worker follows the commit. */
+    @PostMapping(value = "/messages")
+    public ResponseEntity<Map<String, Object>> post(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId, HttpServletRequest request)
+            throws IOException {
+        MessageRequest message = MessageRequest.read(sessionId, request, settings);
+        MessageAcceptance.Accepted accepted = acceptance.accept(tenant, message);
+        if (!accepted.replay()) {
+            meters.counter("settle.messages.accepted", "tenant", tenant).increment();
+            publisher.publish(accepted);
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("sessionId", accepted.sessionId());
+        body.put("messageId", accepted.messageId());
+        body.put("version", accepted.version());
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
+    }
+
+    /** Sets the session's double-texting policy (creates the session when it does not exist yet). */
+    @PutMapping
+    public Map<String, Object> update(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId, HttpServletRequest request) throws IOException {
+        String policy = PolicyRequest.read(request, settings);
+        policies.set(tenant, SessionId.check(sessionId), policy);
+        return views.session(tenant, sessionId).body();
+    }
+
+    /** Answers again a session whose last turn failed (409 when nothing failed). */
+    @PostMapping("/retry")
+    public ResponseEntity<Map<String, Object>> retry(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+        views.session(tenant, SessionId.check(sessionId));
+        MessageAcceptance.Accepted session = retries.retry(tenant, sessionId);
+        publisher.publish(session);
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("sessionId", sessionId);
+        body.put("version", session.version());
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
+    }
+}
