@@ -1,5 +1,9 @@
 package dev.settle.agent;
 
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.turn.AgentLoop;
+import dev.settle.agent.turn.Turns;
+
 import dev.settle.testsupport.LocalMariaDb;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -54,7 +58,7 @@ class LockOrderTest {
 
                 stretch(agent, session);
                 Boolean discarded = raceWithRenewal(agent, leases, lease,
-                        () -> turns.discard(lease, turnId, "superseded", new AgentLoop.Usage()));
+                        () -> turns.discard(lease, turnId, "superseded", Turns.Spent.NONE));
                 assertTrue(discarded, "round " + round + ": the turn was discarded");
                 assertEquals(List.of("FAILED", "DISCARDED"), agent.jdbc.queryForList(
                         "SELECT state FROM chat_turn WHERE session_id = ? ORDER BY id", String.class, session));

@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.WorkWaker;
+
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;

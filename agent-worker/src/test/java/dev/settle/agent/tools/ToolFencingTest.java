@@ -1,11 +1,11 @@
 package dev.settle.agent.tools;
 
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
-import dev.settle.agent.Conversation;
-import dev.settle.agent.LeaseLostException;
-import dev.settle.agent.SessionLease;
+import dev.settle.agent.turn.Conversation;
+import dev.settle.agent.lease.LeaseLostException;
+import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.TestAgent;
-import dev.settle.agent.Turns;
+import dev.settle.agent.turn.Turns;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
