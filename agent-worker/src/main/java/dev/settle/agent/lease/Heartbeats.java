@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <ol>
  *   <li>Every TTL / 3, one short transaction per 500 leases renews them all ({@link SessionLease#renewAll}), on a
  *       connection pool of its own: thousands of turns waiting for database connections cannot delay a
- *       renewal past the TTL (the benchmark found exactly that starvation with one shared pool).</li>
+ *       renewal past the TTL.</li>
  *   <li>A renewal never queues behind a row lock: rows locked by others are skipped and renewed one by one
  *       afterwards, each waiting at most {@link #LOCK_WAIT_SECONDS} (the pool's session lock wait timeout), so one
  *       held row delays no other lease.</li>

@@ -74,7 +74,7 @@ public class SessionLease {
      * Lock order: a transaction that writes under a lease locks the session row exclusively <em>first</em>.
      * A statement that joins chat_session takes a shared lock on the row; upgrading it later in the same
      * transaction (an event append bumps event_seq) deadlocks with any renewal queued on that row, and InnoDB
-     * may pick the turn as the victim. Found by CI: {@code Turns.begin} against {@link #RENEW_ALL}.
+     * may pick the turn as the victim (e.g. {@code Turns.begin} against {@link #RENEW_ALL}).
      */
     static final String LOCK_HELD = """
             SELECT s.id FROM chat_session s

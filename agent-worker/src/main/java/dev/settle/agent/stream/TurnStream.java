@@ -20,13 +20,12 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Promise 7, "nothing streamed is lost": the deltas of one turn, persisted as numbered chunks (reply.delta
- * events keyed by turn + seq, each written exactly once), in batches by count and by time.
+ * The "nothing streamed is lost" promise (docs/PROMISES.md): the deltas of one turn, persisted as numbered
+ * chunks (reply.delta events keyed by turn + seq, each written exactly once), in batches by count and by time.
  *
- * <p>Seed 003 lost text because a flush drained a shared buffer and then cleared it, dropping what arrived in
- * between. Here there is nothing to clear: the model thread numbers each delta and puts it on a queue; one
- * writer thread takes each chunk off the queue exactly once into a batch of its own, writes the batch, and
- * drops it. {@link #finish()} writes what is left, waits for the writer, and returns the persisted text read
+ * <p>No buffer is ever cleared (clearing a shared buffer after draining it drops what arrived in between): the
+ * model thread numbers each delta and puts it on a queue; one writer thread takes each chunk off the queue
+ * exactly once into a batch of its own, writes the batch, and drops it. {@link #finish()} writes what is left, waits for the writer, and returns the persisted text read
  * back from the database, which the caller compares with the model's text before committing.
  */
 public final class TurnStream implements AutoCloseable {

@@ -24,7 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Promise 5, "side effects exactly once": a tool call runs at most once per intended call, through
+ * The "side effects exactly once" promise (docs/PROMISES.md): a tool call runs at most once per intended call, through
  * retries, takeovers and discarded turns, and its effect and its record commit together.
  *
  * <ol>

@@ -19,7 +19,7 @@ import java.util.List;
  * What a turn answers and what the model may see: the unanswered span (replied_version, version] of the
  * session as the lease holder reads it, and the committed history before it. Only committed rows exist in
  * chat_message, and only finished tool pairs are read, so the model's context is clean by construction
- * (promise 6).
+ * (the "clean model context" promise, docs/PROMISES.md).
  *
  * <p>Under the {@code enqueue} policy the span stops at the end of the first unanswered burst: the lowest
  * {@code session_burst} end above replied_version (written by the debounce worker as each timer fires), or the

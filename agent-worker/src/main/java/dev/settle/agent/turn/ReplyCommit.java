@@ -12,15 +12,14 @@ import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
-import dev.settle.schema.SessionEvents;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 
 /**
- * Promise 3, "one reply per burst": a reply is committed only by the live lease holder and only if no newer
- * message exists — or the max-wait deadline of the oldest unanswered message has passed (promise 4), in
+ * The "one reply per burst" promise (docs/PROMISES.md): a reply is committed only by the live lease holder and only if no newer
+ * message exists — or the max-wait deadline of the oldest unanswered message has passed ("bounded wait"), in
  * which case it commits for the versions it saw and the newer ones form the next turn. Under the
  * {@code enqueue} policy every burst gets its own reply: a finished reply commits for the versions it saw.
  *
@@ -102,16 +101,11 @@ public class ReplyCommit {
             outbox.replyCreated(turn.outboxSpan(), replyId, text);
             jdbc.update(SPEND_BURSTS, lease.sessionId(), turn.toVersion());
             Map<String, Object> data = new LinkedHashMap<>();
-            data.put("turnId", turnId);
             data.put("replyId", replyId);
             data.put("text", text);
             data.put("coversVersion", turn.toVersion());
             data.put("messageIds", turn.pendingIds());
-            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("reply.created", turnId, data))) {
-                status.setRollbackOnly(); // the lease expired during the transaction: no reply without its event
-                return false;
-            }
-            return true;
+            return Turns.announce(jdbc, status, lease, "reply.created", turnId, data);
         });
         if (Boolean.TRUE.equals(committed)) {
             return Outcome.COMMITTED;

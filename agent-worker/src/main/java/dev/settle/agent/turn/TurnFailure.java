@@ -4,7 +4,6 @@ import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.webhook.Outbox;
 
 import dev.settle.schema.SessionRules;
-import dev.settle.schema.SessionEvents;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -46,13 +45,8 @@ public class TurnFailure {
             }
             outbox.replyFailed(turn.outboxSpan(), turnId, error);
             Map<String, Object> data = new LinkedHashMap<>();
-            data.put("turnId", turnId);
             data.put("error", error);
-            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.failed", turnId, data))) {
-                status.setRollbackOnly(); // the lease expired during the transaction: no failure without its event
-                return false;
-            }
-            return true;
+            return Turns.announce(jdbc, status, lease, "turn.failed", turnId, data);
         }));
     }
 }

@@ -10,6 +10,7 @@ import org.springframework.stereotype.Component;
 import dev.settle.schema.SessionEvents;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.sql.PreparedStatement;
@@ -103,14 +104,9 @@ public class Turns {
             }
             long turnId = insert(lease, fromVersion, toVersion);
             Map<String, Object> data = new LinkedHashMap<>();
-            data.put("turnId", turnId);
             data.put("fromVersion", fromVersion);
             data.put("toVersion", toVersion);
-            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.started", turnId, data))) {
-                status.setRollbackOnly();
-                return null;
-            }
-            return turnId;
+            return announce(jdbc, status, lease, "turn.started", turnId, data) ? turnId : null;
         });
     }
 
@@ -163,13 +159,8 @@ public class Turns {
                 return false;
             }
             Map<String, Object> data = new LinkedHashMap<>();
-            data.put("turnId", turnId);
             data.put("reason", reason);
-            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of("turn.discarded", turnId, data))) {
-                status.setRollbackOnly();
-                return false;
-            }
-            return true;
+            return announce(jdbc, status, lease, "turn.discarded", turnId, data);
         }));
     }
 
@@ -184,6 +175,25 @@ public class Turns {
         int rows = jdbc.update(COUNT_CALLS, promptTokens, completionTokens, turnId, lease.token(), lease.token());
         SessionLease.expectAtMostOne(rows, "count model call");
         return rows == 1;
+    }
+
+    /**
+     * Appends a turn's event ({@code turnId} first, then {@code data}) in the caller's transaction. When the lease
+     * expired during the transaction the event is refused and the transaction marked rollback-only: no change of
+     * a turn without its event.
+     *
+     * @return false when the event was refused
+     */
+    static boolean announce(JdbcTemplate jdbc, TransactionStatus status, SessionLease.Lease lease, String type,
+                            long turnId, Map<String, Object> data) {
+        Map<String, Object> event = new LinkedHashMap<>();
+        event.put("turnId", turnId);
+        event.putAll(data);
+        if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, event))) {
+            status.setRollbackOnly();
+            return false;
+        }
+        return true;
     }
 
     static String truncate(String s) {

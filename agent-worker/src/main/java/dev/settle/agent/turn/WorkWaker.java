@@ -18,8 +18,8 @@ import java.util.List;
  * <p>Two statements, not one {@code INSERT ... SELECT}: under REPEATABLE READ that select takes a shared lock
  * on the session row and holds it while the insert queues on the session's timer row, which the debounce
  * worker's TimerFirer keeps locked while it waits for the broker's acks (seconds, when the broker is away);
- * ingest's upsert of the session then waited behind it, and a POST answered 202 only when Kafka did (found by
- * the chaos run's broker restart, {@code RearmLockTest}). The read here is a plain consistent read; a session
+ * ingest's upsert of the session would wait behind it, and a POST would answer 202 only when Kafka did
+ * ({@code RearmLockTest}). The read here is a plain consistent read; a session
  * answered between the two statements gets a spare timer, whose SessionReady finds nothing to do.
  */
 @Component
