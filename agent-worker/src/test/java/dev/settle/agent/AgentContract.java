@@ -216,7 +216,7 @@ abstract class AgentContract {
         SessionLease.Lease taker = leases.claim(session);
         assertNotNull(taker);
         assertEquals(ReplyCommit.Outcome.LEASE_LOST, context.getBean(ReplyCommit.class).commit(old, oldTurn, seen, "late"));
-        assertFalse(turns.end(old, oldTurn, "FAILED", "late"));
+        assertFalse(turns.end(old, oldTurn, Turns.Ending.FAILED, "late"));
         assertEquals(0, count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         Conversation.Snapshot taken = context.getBean(Conversation.class).load(taker);
         assertTrue(taken.abandoned(), "the taker sees the RUNNING turn its predecessor left");

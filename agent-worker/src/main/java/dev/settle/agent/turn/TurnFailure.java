@@ -39,7 +39,7 @@ public class TurnFailure {
     public boolean record(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String error) {
         return Boolean.TRUE.equals(tx.execute(status -> {
             if (jdbc.update(MARK_SESSION, turn.toVersion(), lease.sessionId(), lease.token()) != 1
-                    || !turns.end(lease, turnId, "FAILED", error)) {
+                    || !turns.end(lease, turnId, Turns.Ending.FAILED, error)) {
                 status.setRollbackOnly();
                 return false;
             }

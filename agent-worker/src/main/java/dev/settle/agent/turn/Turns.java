@@ -124,9 +124,12 @@ public class Turns {
         return keys.getKey().longValue();
     }
 
+    /** How a turn ends without a reply; COMMITTED is written by {@link ReplyCommit}. */
+    public enum Ending { DISCARDED, FAILED }
+
     /** @return false when the lease is gone (the next holder closes the turn) */
-    public boolean end(SessionLease.Lease lease, long turnId, String state, String reason) {
-        int rows = jdbc.update(END, state, truncate(reason), turnId, lease.token());
+    public boolean end(SessionLease.Lease lease, long turnId, Ending ending, String reason) {
+        int rows = jdbc.update(END, ending.name(), truncate(reason), turnId, lease.token());
         SessionLease.expectAtMostOne(rows, "end turn");
         return rows == 1;
     }
@@ -154,7 +157,7 @@ public class Turns {
                         lease.token());
             }
             jdbc.update(STREAMED, spent.streamedChars(), turnId, lease.token(), lease.token());
-            if (!end(lease, turnId, "DISCARDED", reason)) {
+            if (!end(lease, turnId, Ending.DISCARDED, reason)) {
                 status.setRollbackOnly();
                 return false;
             }

@@ -199,7 +199,7 @@ class SessionLeaseTest {
         assertEquals(ReplyCommit.Outcome.SUPERSEDED, replies.commit(lease, turnId, turn, "stale"));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
-        assertTrue(turns.end(lease, turnId, "DISCARDED", "superseded"));
+        assertTrue(turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded"));
         leases.release(lease);
     }
 

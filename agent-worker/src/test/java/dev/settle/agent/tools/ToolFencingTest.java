@@ -167,7 +167,7 @@ class ToolFencingTest {
             assertTrue(leases.heartbeat(lease)); // the TTL is 1 s
             long turnId = turns.begin(lease, 1, 1);
             assertEquals("booked 35.00 under food", executor.forTurn(lease, turnId, 1).execute(book(args)), args);
-            turns.end(lease, turnId, "DISCARDED", "superseded");
+            turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded");
         }
         assertEquals(List.of("COMPLETED"), statuses(session), "one execution");
         assertEquals(1, ledgerRows(session), "one ledger row");
