@@ -11,7 +11,7 @@ import dev.langchain4j.model.chat.response.StreamingHandle;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** The offline demo model, streamed: its answer arrives in small deltas (4 characters, 15 ms apart). */
-public class OfflineDemoStreamingModel implements StreamingChatModel {
+class OfflineDemoStreamingModel implements StreamingChatModel {
     private final OfflineDemoModel model = new OfflineDemoModel();
 
     @Override

@@ -15,7 +15,7 @@ import org.springframework.context.annotation.Configuration;
  * {@link FallbackModel} a room provides (the demo's offline model); with neither, the worker does not start.
  */
 @Configuration(proxyBeanMethods = false)
-public class ModelConfiguration {
+class ModelConfiguration {
     private static final Logger log = LoggerFactory.getLogger(ModelConfiguration.class);
 
     @Bean

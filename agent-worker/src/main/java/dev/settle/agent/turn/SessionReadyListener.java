@@ -20,7 +20,7 @@ import java.util.concurrent.Executors;
  * partition, not a lost event).
  */
 @Component
-public class SessionReadyListener implements DisposableBean {
+class SessionReadyListener implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(SessionReadyListener.class);
     private final TurnRunner runner;
     private final TurnSlots slots;

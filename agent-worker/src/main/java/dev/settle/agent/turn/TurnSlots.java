@@ -11,7 +11,7 @@ import java.util.concurrent.Semaphore;
  * orphaned-lease scanner, holds one slot from before its claim until it has released its lease.
  */
 @Component
-public class TurnSlots {
+class TurnSlots {
     private final Semaphore slots;
 
     public TurnSlots(AgentSettings settings) {
