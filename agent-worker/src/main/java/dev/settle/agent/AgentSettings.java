@@ -46,7 +46,8 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
     }
 
     /**
-     * @param url         OpenAI-compatible base URL ending in /v1; unset = the offline demo model
+     * @param url         OpenAI-compatible base URL ending in /v1; unset = the offline demo model (required when
+     *                    {@code settle.demo.enabled} is false)
      * @param model       model name sent to the server
      * @param key         API key of the model server; unset = none sent
      * @param maxAttempts model calls per turn step before the turn fails; only connection errors, timeouts, 408,
@@ -132,12 +133,11 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
      * @param toolTimeout  a tool execution stuck longer than this and owned by no live lease is FAILED by the
      *                     reaper; a turn waits at most this long for an earlier attempt at the same call still in its
      *                     transaction. Unset = 2 × the lease TTL
-     * @param systemPrompt the system prompt of every turn
+     * @param systemPrompt the system prompt of every turn; unset = the demo's bookkeeping prompt while
+     *                     {@code settle.demo.enabled}, else a neutral assistant prompt
      */
     public record Agent(@DefaultValue("4096") int maxInFlight, @DefaultValue("50") int historyLimit,
                         @DefaultValue("true") boolean orphanScan, @DefaultValue("5") int maxRounds,
-                        Duration toolTimeout,
-                        @DefaultValue("You are Settle's bookkeeping assistant. Several user messages in a row form one request: answer them together, once. Book each expense the user mentions with create_transaction, exactly once; calls already made and their results are shown to you.")
-                        String systemPrompt) {
+                        Duration toolTimeout, String systemPrompt) {
     }
 }

@@ -1,5 +1,17 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.OrphanedLeaseScanner;
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.stream.TurnStream;
+import dev.settle.agent.stream.TurnStreams;
+import dev.settle.agent.turn.AgentLoop;
+import dev.settle.agent.turn.Conversation;
+import dev.settle.agent.turn.InterruptWatcher;
+import dev.settle.agent.turn.ReplyCommit;
+import dev.settle.agent.turn.TurnFailure;
+import dev.settle.agent.turn.Turns;
+import dev.settle.agent.turn.WorkWaker;
+
 import dev.settle.agent.tools.ToolExecutions;
 import dev.settle.agent.webhook.AttemptVerdict;
 import dev.settle.agent.webhook.DeliveryQueue;
@@ -174,7 +186,7 @@ abstract class AgentContract {
                 (rs, i) -> rs.getLong("version"), session, next.toVersion(), "merge", 60_000_000L),
                 "the interrupt check sees the newer message");
         assertEquals(ReplyCommit.Outcome.SUPERSEDED, context.getBean(ReplyCommit.class).commit(lease, nextTurn, next, "stale"));
-        assertTrue(turns.discard(lease, nextTurn, "superseded", new AgentLoop.Usage()));
+        assertTrue(turns.discard(lease, nextTurn, "superseded", Turns.Spent.NONE));
         assertEquals("DISCARDED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, nextTurn));
         assertEquals(2, count("SELECT replied_version FROM chat_session WHERE id = ?", session));
 
@@ -204,7 +216,7 @@ abstract class AgentContract {
         SessionLease.Lease taker = leases.claim(session);
         assertNotNull(taker);
         assertEquals(ReplyCommit.Outcome.LEASE_LOST, context.getBean(ReplyCommit.class).commit(old, oldTurn, seen, "late"));
-        assertFalse(turns.end(old, oldTurn, "FAILED", "late"));
+        assertFalse(turns.end(old, oldTurn, Turns.Ending.FAILED, "late"));
         assertEquals(0, count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         Conversation.Snapshot taken = context.getBean(Conversation.class).load(taker);
         assertTrue(taken.abandoned(), "the taker sees the RUNNING turn its predecessor left");

@@ -1,5 +1,15 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.TurnOutcome;
+
+import dev.settle.agent.demo.OfflineDemoModel;
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.turn.AgentLoop;
+import dev.settle.agent.turn.Conversation;
+import dev.settle.agent.turn.PromptBuilder;
+import dev.settle.agent.turn.TurnRunner;
+import dev.settle.agent.turn.Turns;
+
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
 import dev.settle.agent.tools.ExactlyOnceToolExecutor;
@@ -83,11 +93,11 @@ class AgentTurnTest {
         assertEquals("booked 4.00 under coffee", tools.execute(first.aiMessage().toolExecutionRequests().getFirst()));
         demo.newMessage(session);
         say(demo, session, 2, "coffee 4");
-        assertTrue(turns.discard(lease, turnId, "superseded: a newer message arrived while generating", new AgentLoop.Usage()));
+        assertTrue(turns.discard(lease, turnId, "superseded: a newer message arrived while generating", Turns.Spent.NONE));
         demo.bean(SessionLease.class).release(lease);
 
         // the successor serves versions 1-2 with the real agent loop and the demo model
-        assertEquals("committed", demo.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, demo.bean(TurnRunner.class).run(session));
         assertEquals(List.of(new BigDecimal("4.00"), new BigDecimal("4.00")), demo.jdbc.queryForList(
                 "SELECT amount FROM ledger_entry WHERE session_id = ? ORDER BY id", BigDecimal.class, session));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#2:COMPLETED"), executions(demo, session));
@@ -105,7 +115,7 @@ class AgentTurnTest {
         say(scripted, session, 1, marker);
         assertEquals(5, scripted.bean(AgentSettings.class).agent().maxRounds());
 
-        assertEquals("committed", scripted.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, scripted.bean(TurnRunner.class).run(session));
         List<ModelRequest> calls = model.requests().stream().filter(r -> r.body().contains(marker)).toList();
         assertEquals(5, calls.size());
         assertEquals(List.of(false, false, false, false, true), calls.stream().map(r -> r.toolNames().isEmpty()).toList());
@@ -131,7 +141,7 @@ class AgentTurnTest {
         long session = scripted.sessionWithMessages(1);
         say(scripted, session, 1, marker);
 
-        assertEquals("committed", scripted.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, scripted.bean(TurnRunner.class).run(session));
         assertEquals(List.of("create_transaction#1:FAILED", "create_transaction#1:COMPLETED"), executions(scripted, session));
         assertEquals(List.of(new BigDecimal("5.00")), scripted.jdbc.queryForList(
                 "SELECT amount FROM ledger_entry WHERE session_id = ?", BigDecimal.class, session), "only the good call wrote");

@@ -1,5 +1,11 @@
 package dev.settle.agent;
 
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.turn.Conversation;
+import dev.settle.agent.turn.ReplyCommit;
+import dev.settle.agent.turn.TurnFailure;
+import dev.settle.agent.turn.Turns;
+
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -1,5 +1,10 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.TurnOutcome;
+
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.turn.TurnRunner;
+
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -57,13 +62,13 @@ class LeaseMetricsTest {
     void a_takeover_is_counted_whatever_woke_the_turn_and_a_free_claim_is_not() {
         double before = count("settle.lease.takeovers");
         long free = session("free-" + UUID.randomUUID());
-        assertEquals("committed", agent.bean(TurnRunner.class).run(free));
+        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(free));
         assertEquals(before, count("settle.lease.takeovers"), "nobody held the lease");
 
         long orphaned = session("orphaned-" + UUID.randomUUID());
         assertNotNull(agent.bean(SessionLease.class).claim(orphaned)); // a holder that died
         agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", orphaned);
-        assertEquals("committed", agent.bean(TurnRunner.class).run(orphaned)); // woken by an event, not by the scanner
+        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(orphaned)); // woken by an event, not by the scanner
         assertEquals(before + 1, count("settle.lease.takeovers"));
     }
 
@@ -83,7 +88,7 @@ class LeaseMetricsTest {
         double fenced = count("settle.lease.fenced");
         double takeovers = count("settle.lease.takeovers");
 
-        assertEquals("lease-lost", agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.LEASE_LOST, agent.bean(TurnRunner.class).run(session));
 
         assertNotNull(successor.get());
         assertEquals(fenced + 1, count("settle.lease.fenced"));
@@ -107,7 +112,7 @@ class LeaseMetricsTest {
             return ModelResponse.text("stale answer");
         });
 
-        assertEquals("discarded", agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.DISCARDED, agent.bean(TurnRunner.class).run(session));
 
         assertEquals(oldest, oldestUnanswered(session), "the discard moved nothing");
         // last message + window (100 s) is past the deadline (oldest + 120 s): the timer fires at the deadline

@@ -1,5 +1,9 @@
 package dev.settle.agent;
 
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.turn.AgentLoop;
+import dev.settle.agent.turn.Turns;
+
 import dev.settle.testsupport.LocalMariaDb;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -20,10 +24,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Found by CI: a turn's transaction took a shared lock on its session row (an UPDATE joining chat_session) and
- * then wanted it exclusively (the event append bumps event_seq). A renewal queued on the row in between made
- * InnoDB kill one of them, and ingest's upsert, queued the same way, was killed three times in a row and
- * answered 503. {@link SessionLease#lockHeld} takes the exclusive lock first.
+ * Lock order: a turn's transaction that takes a shared lock on its session row (an UPDATE joining chat_session)
+ * and then wants it exclusively (the event append bumps event_seq) deadlocks with a renewal queued on the row in
+ * between, and InnoDB kills one of them; ingest's upsert, queued the same way, can be killed again and again and
+ * answer 503. {@link SessionLease#lockHeld} takes the exclusive lock first.
  *
  * <p>Staged exactly: a third transaction holds the row, the turn's transaction queues, the renewal queues
  * behind it, the row is released; both must succeed, in every round, for the two transactions that joined
@@ -54,7 +58,7 @@ class LockOrderTest {
 
                 stretch(agent, session);
                 Boolean discarded = raceWithRenewal(agent, leases, lease,
-                        () -> turns.discard(lease, turnId, "superseded", new AgentLoop.Usage()));
+                        () -> turns.discard(lease, turnId, "superseded", Turns.Spent.NONE));
                 assertTrue(discarded, "round " + round + ": the turn was discarded");
                 assertEquals(List.of("FAILED", "DISCARDED"), agent.jdbc.queryForList(
                         "SELECT state FROM chat_turn WHERE session_id = ? ORDER BY id", String.class, session));

@@ -1,5 +1,9 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.TurnOutcome;
+
+import dev.settle.agent.turn.TurnRunner;
+
 import dev.settle.schema.Policies;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelRequest;
@@ -50,7 +54,7 @@ class LongSessionTest {
         long session = longSession(policy, marker);
         int historyLimit = agent.bean(AgentSettings.class).agent().historyLimit();
 
-        assertEquals("committed", agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
 
         List<ModelRequest> calls = model.requests().stream().filter(r -> r.body().contains(marker)).toList();
         assertEquals(1, calls.size());

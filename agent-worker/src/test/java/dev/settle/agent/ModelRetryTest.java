@@ -1,5 +1,9 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.TurnOutcome;
+
+import dev.settle.agent.turn.TurnRunner;
+
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelRequest;
 import dev.settle.testsupport.ModelResponse;
@@ -77,7 +81,7 @@ class ModelRetryTest {
         List<Long> arrivals = new CopyOnWriteArrayList<>();
         long session = session(marker, n -> ModelResponse.error(status, message), arrivals);
 
-        assertEquals("failed", agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.FAILED, agent.bean(TurnRunner.class).run(session));
 
         assertEquals(1, calls(marker).size(), "not retried");
         assertEquals(List.of("FAILED: model refused the request (HTTP " + status + "): " + message), turns(session));
@@ -92,7 +96,7 @@ class ModelRetryTest {
         long session = session(marker, n -> n == 1 ? ModelResponse.error(429, "slow down").retryAfter("1")
                 : ModelResponse.text("after the wait"), arrivals);
 
-        assertEquals("committed", agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
 
         assertEquals(2, calls(marker).size());
         Duration between = Duration.ofNanos(arrivals.get(1) - arrivals.get(0));
@@ -108,7 +112,7 @@ class ModelRetryTest {
         long session = session(marker, n -> n == 1 ? ModelResponse.error(503, "overloaded")
                 : ModelResponse.text("second time lucky"), arrivals);
 
-        assertEquals("committed", agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
 
         assertEquals(2, calls(marker).size());
         assertEquals(List.of("second time lucky"), replies(session));

@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.agent.lease.SessionLease;
+
 import dev.settle.schema.OkPacket;
 import org.junit.jupiter.api.Test;
 

@@ -1,5 +1,7 @@
 package dev.settle.agent;
 
+import dev.settle.agent.turn.WorkWaker;
+
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
@@ -15,12 +17,10 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * Found by the chaos run's broker restart: while the broker was down, POSTs took 3–6 s to answer 202. The
- * debounce worker's TimerFirer holds the timer rows it is firing (FOR UPDATE) while it waits for the broker's
- * acks (up to its publish timeout); the agent's re-arm after a turn, an {@code INSERT ... SELECT FROM
- * chat_session ... ON DUPLICATE KEY UPDATE} under REPEATABLE READ, took a shared lock on the session row and
- * then queued on that timer row; ingest's upsert of the session (an exclusive lock) queued behind it. The
- * re-arm now reads the session without locking it, so a POST never waits for Kafka through it.
+ * The agent's re-arm never makes a POST wait for Kafka: the debounce worker's TimerFirer holds the timer rows it
+ * is firing (FOR UPDATE) while it waits for the broker's acks (seconds while the broker is away). A re-arm that
+ * took a shared lock on the session row and then queued on that timer row would hold ingest's upsert of the
+ * session (an exclusive lock) behind it, so the re-arm reads the session without locking it.
  */
 class RearmLockTest {
     /** Transactions of this test's database waiting for a lock in a statement on debounce_timer. */

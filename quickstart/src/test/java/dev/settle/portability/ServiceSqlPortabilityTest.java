@@ -36,7 +36,7 @@ class ServiceSqlPortabilityTest {
         assertTrue(statements.size() >= 90, "only " + statements.size() + " statements found: " + statements.keySet());
         for (String known : List.of("dev.settle.agent.webhook.DeliveryQueue.CLAIM", "dev.settle.agent.webhook.WebhookEndpoints.DISABLE",
                 "dev.settle.ingest.tenancy.Tenants.UPDATE[name]", "dev.settle.debounce.TimerFirer.LOCK_DUE",
-                "dev.settle.schema.SessionEvents.RESERVE_FENCED", "dev.settle.agent.SessionLease.CLAIM",
+                "dev.settle.schema.SessionEvents.RESERVE_FENCED", "dev.settle.agent.lease.SessionLease.CLAIM",
                 "dev.settle.debounce.DebounceTimers.ARM", "dev.settle.ingest.views.SessionViews.SESSION", "changelog#1")) {
             assertTrue(statements.containsKey(known), known + " not collected");
         }

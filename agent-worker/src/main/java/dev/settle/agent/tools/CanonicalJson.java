@@ -15,7 +15,7 @@ import java.util.TreeMap;
  * ({@code 35}, {@code 35.0} and {@code 3.5e1} are all {@code 35}; {@code 350} is {@code 3.5E+2}: unique,
  * and never expanded, so a huge exponent stays short).
  */
-public final class CanonicalJson {
+final class CanonicalJson {
     private static final JsonMapper JSON = JsonMapper.builder()
             .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
             .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)

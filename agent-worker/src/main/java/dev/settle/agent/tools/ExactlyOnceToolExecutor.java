@@ -3,8 +3,8 @@ package dev.settle.agent.tools;
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.exception.ToolArgumentsException;
 import dev.settle.agent.AgentSettings;
-import dev.settle.agent.LeaseLostException;
-import dev.settle.agent.SessionLease;
+import dev.settle.agent.lease.LeaseLostException;
+import dev.settle.agent.lease.SessionLease;
 import dev.settle.schema.SessionEvents;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.slf4j.Logger;
@@ -24,7 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Promise 5, "side effects exactly once": a tool call runs at most once per intended call, through
+ * The "side effects exactly once" promise (docs/PROMISES.md): a tool call runs at most once per intended call, through
  * retries, takeovers and discarded turns, and its effect and its record commit together.
  *
  * <ol>

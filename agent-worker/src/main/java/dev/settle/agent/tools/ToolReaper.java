@@ -16,7 +16,7 @@ import java.time.Duration;
  * transaction still holds (it can only roll back; the reaper takes the row on a later round).
  */
 @Component
-public class ToolReaper extends PeriodicTask {
+class ToolReaper extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(ToolReaper.class);
     private final ToolExecutions executions;
     private final Duration timeout;

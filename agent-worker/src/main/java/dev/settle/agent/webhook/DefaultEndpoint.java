@@ -13,7 +13,7 @@ import java.net.UnknownHostException;
  *
  * @param url the URL in its ASCII form, as stamped on each delivery; null when none is configured
  */
-public record DefaultEndpoint(String url) {
+record DefaultEndpoint(String url) {
     private static final Logger log = LoggerFactory.getLogger(DefaultEndpoint.class);
 
     public static DefaultEndpoint check(String configured, EndpointGuard guard) {

@@ -13,7 +13,7 @@ import java.util.random.RandomGenerator;
  * <p>The random generator is injected: seeded in tests ({@code settle.webhook.jitter-seed}). It must be safe for
  * concurrent use ({@link java.util.Random} is).
  */
-public final class RetrySchedule {
+final class RetrySchedule {
     /** The jitter bound: each delay is multiplied by a factor drawn uniformly from [0.8, 1.2]. */
     public static final double JITTER = 0.2;
 

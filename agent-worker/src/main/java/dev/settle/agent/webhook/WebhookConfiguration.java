@@ -10,7 +10,7 @@ import java.util.Random;
 
 /** The webhook pieces built from {@code settle.webhook.*}; the checks that can fail do so at startup. */
 @Configuration(proxyBeanMethods = false)
-public class WebhookConfiguration {
+class WebhookConfiguration {
     private static final Logger log = LoggerFactory.getLogger(WebhookConfiguration.class);
 
     @Bean

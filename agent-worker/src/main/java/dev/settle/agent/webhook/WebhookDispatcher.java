@@ -1,9 +1,10 @@
 package dev.settle.agent.webhook;
 
 import dev.settle.agent.AgentSettings;
+import dev.settle.boot.PeriodicTask;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.event.TransactionPhase;
 import org.springframework.transaction.event.TransactionalEventListener;
@@ -17,7 +18,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -47,12 +47,17 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>Stop: no new claims; in-flight attempts get a short grace, then are interrupted and hand their claim
  *       back (due at once for another instance). A killed instance hands nothing back: its claims expire.</li>
  * </ol>
+ *
+ * <p>The listing runs as a {@link PeriodicTask} whose round waits for its own wake-up (the poll interval or a
+ * commit); a failed round is retried after a backoff of at most {@link #FAILURE_BACKOFF}.
  */
 @Component
-public class WebhookDispatcher implements SmartLifecycle {
+public class WebhookDispatcher extends PeriodicTask {
     private static final Logger log = LoggerFactory.getLogger(WebhookDispatcher.class);
     static final int BATCH = 50;
     static final Duration STOP_GRACE = Duration.ofSeconds(3);
+    /** The longest pause after a failed round (the database away). */
+    static final Duration FAILURE_BACKOFF = Duration.ofSeconds(1);
     /** A delivery to the deployment's endpoint while it has no secret and unsigned requests are not allowed. */
     static final WebhookSender.Result UNSIGNED_REFUSED = WebhookSender.Result.failed("SETTLE_WEBHOOK_SECRET is not "
             + "set and SETTLE_WEBHOOK_ALLOWUNSIGNED is false: webhooks are not sent unsigned; not sent", 0, false);
@@ -68,13 +73,13 @@ public class WebhookDispatcher implements SmartLifecycle {
     /** Released after a commit that wrote a delivery row: the loop stops waiting for its poll interval. */
     private final Semaphore wake = new Semaphore(0);
     private volatile ExecutorService attempts;
-    private volatile Thread loop;
-
-    private final io.micrometer.core.instrument.MeterRegistry meters;
+    /** Set while stopping: a round in progress starts nothing more and does not wait. */
+    private volatile boolean stopping;
+    private final MeterRegistry meters;
 
     public WebhookDispatcher(DeliveryQueue queue, WebhookSender sender, RetrySchedule schedule,
-                             DefaultEndpoint defaultEndpoint, AgentSettings settings,
-                             io.micrometer.core.instrument.MeterRegistry meters) {
+                             DefaultEndpoint defaultEndpoint, AgentSettings settings, MeterRegistry meters) {
+        super("webhook-dispatcher", FAILURE_BACKOFF);
         this.meters = meters;
         this.queue = queue;
         this.sender = sender;
@@ -88,38 +93,42 @@ public class WebhookDispatcher implements SmartLifecycle {
         if (isRunning()) {
             return;
         }
+        stopping = false;
         attempts = Executors.newVirtualThreadPerTaskExecutor();
-        loop = Thread.ofPlatform().name("webhook-dispatcher").daemon().start(this::run);
+        super.start();
     }
 
-    private void run() {
+    @Override
+    protected Duration firstDelay() {
+        return Duration.ZERO;
+    }
+
+    /** Lists due deliveries and starts each; then waits for the poll interval or a commit, unless the batch was full. */
+    @Override
+    protected Duration round() {
         ExecutorService executor = attempts;
-        while (!Thread.currentThread().isInterrupted()) {
-            try {
-                List<Long> due = new ArrayList<>(queue.due(BATCH, defaultUrl));
-                Collections.shuffle(due);
-                int started = 0;
-                for (long id : due) {
-                    if (inFlight.add(id)) {
-                        started++;
-                        executor.execute(() -> claimAndAttempt(id));
-                    }
-                }
-                if (due.size() < BATCH || started == 0) {
-                    if (wake.tryAcquire(settings.pollInterval().toNanos(), TimeUnit.NANOSECONDS)) {
-                        wake.drainPermits(); // one poll answers every commit so far
-                    }
-                }
-            } catch (InterruptedException | RejectedExecutionException e) {
-                return;
-            } catch (RuntimeException e) {
-                if (Thread.currentThread().isInterrupted()) {
-                    return;
-                }
-                log.warn("webhook dispatch loop: {}", e.toString());
-                sleepQuietly(Duration.ofSeconds(1));
+        if (stopping || executor == null) {
+            return Duration.ZERO;
+        }
+        List<Long> due = new ArrayList<>(queue.due(BATCH, defaultUrl));
+        Collections.shuffle(due);
+        int started = 0;
+        for (long id : due) {
+            if (inFlight.add(id)) {
+                started++;
+                executor.execute(() -> claimAndAttempt(id));
             }
         }
+        if ((due.size() < BATCH || started == 0) && !stopping) {
+            try {
+                if (wake.tryAcquire(settings.pollInterval().toNanos(), TimeUnit.NANOSECONDS)) {
+                    wake.drainPermits(); // one poll answers every commit so far
+                }
+            } catch (InterruptedException e) {
+                // never interrupted by the loop's owner; the next round waits again
+            }
+        }
+        return Duration.ZERO;
     }
 
     @TransactionalEventListener(phase = TransactionPhase.AFTER_COMMIT, fallbackExecution = true)
@@ -169,7 +178,7 @@ public class WebhookDispatcher implements SmartLifecycle {
             }
             boolean ours = queue.finish(claim, status, latencyMicros, attemptError, verdict);
             meters.timer("settle.webhook.attempts", "outcome", outcome(verdict, status))
-                    .record(java.time.Duration.ofNanos(latencyMicros * 1000));
+                    .record(Duration.ofNanos(latencyMicros * 1000));
             if (!ours) {
                 log.info("webhook {} attempt {}: the claim expired before its outcome was recorded; another "
                         + "dispatcher owns the delivery now", claim.webhookId(), claim.attempt());
@@ -192,24 +201,17 @@ public class WebhookDispatcher implements SmartLifecycle {
         };
     }
 
-    private static void sleepQuietly(Duration d) {
-        try {
-            Thread.sleep(d);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     @Override
     public synchronized void stop() {
-        Thread t = loop;
         ExecutorService executor = attempts;
-        if (t == null) {
+        if (executor == null) {
             return;
         }
-        t.interrupt();
+        stopping = true;
+        wake.release(); // ends the wait of the round in progress
+        super.stop();
+        attempts = null;
         try {
-            t.join(Duration.ofSeconds(5));
             executor.shutdown();
             if (!executor.awaitTermination(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
                 executor.shutdownNow(); // interrupted attempts hand their claims back
@@ -219,17 +221,10 @@ public class WebhookDispatcher implements SmartLifecycle {
             executor.shutdownNow();
             Thread.currentThread().interrupt();
         }
-        loop = null;
     }
 
     /** Attempts this instance has claimed since it was created. */
     public long claimedAttempts() {
         return claimed.sum();
-    }
-
-    @Override
-    public boolean isRunning() {
-        Thread t = loop;
-        return t != null && t.isAlive();
     }
 }

@@ -58,7 +58,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
  *       endpoint holds only its own attempts.</li>
  * </ol>
  */
-public final class WebhookSender implements AutoCloseable {
+final class WebhookSender implements AutoCloseable {
     /**
      * What happened: {@code status} null when no answer came ({@code error} says why; {@code sent} false when
      * the guard refused and nothing left this process); the headers that steer the retry.

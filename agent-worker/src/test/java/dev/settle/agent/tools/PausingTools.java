@@ -1,5 +1,7 @@
 package dev.settle.agent.tools;
 
+import dev.settle.agent.demo.BookkeepingTools;
+
 import dev.langchain4j.agent.tool.Tool;
 import org.springframework.jdbc.core.JdbcTemplate;
 

@@ -1,9 +1,15 @@
 package dev.settle.agent.tools;
 
+import dev.settle.agent.demo.DemoConfiguration;
+import dev.settle.agent.demo.ReceiptClient;
+import dev.settle.agent.demo.ReceiptTools;
+
 import com.sun.net.httpserver.HttpServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import java.io.IOException;
@@ -80,7 +86,8 @@ class ReceiptToolsTest {
 
     @Test
     void the_tool_is_offered_only_when_a_receipt_url_is_set() {
-        ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(ReceiptToolConfiguration.class);
+        ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(DemoConfiguration.class)
+                .withBean(JdbcTemplate.class, () -> new JdbcTemplate(new SimpleDriverDataSource()));
         runner.run(c -> assertFalse(c.containsBean("receiptTools"), "unset"));
         runner.withPropertyValues("settle.demo.receipt-url= ").run(c -> assertFalse(c.containsBean("receiptTools"), "blank"));
         runner.withPropertyValues("settle.demo.receipt-url=" + url("/receipts"))

@@ -1,11 +1,11 @@
 package dev.settle.agent.tools;
 
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
-import dev.settle.agent.Conversation;
-import dev.settle.agent.LeaseLostException;
-import dev.settle.agent.SessionLease;
+import dev.settle.agent.turn.Conversation;
+import dev.settle.agent.lease.LeaseLostException;
+import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.TestAgent;
-import dev.settle.agent.Turns;
+import dev.settle.agent.turn.Turns;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -167,7 +167,7 @@ class ToolFencingTest {
             assertTrue(leases.heartbeat(lease)); // the TTL is 1 s
             long turnId = turns.begin(lease, 1, 1);
             assertEquals("booked 35.00 under food", executor.forTurn(lease, turnId, 1).execute(book(args)), args);
-            turns.end(lease, turnId, "DISCARDED", "superseded");
+            turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded");
         }
         assertEquals(List.of("COMPLETED"), statuses(session), "one execution");
         assertEquals(1, ledgerRows(session), "one ledger row");

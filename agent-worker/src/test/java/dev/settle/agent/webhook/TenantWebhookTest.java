@@ -1,7 +1,5 @@
 package dev.settle.agent.webhook;
 
-import dev.settle.agent.Conversation;
-import dev.settle.agent.Outbox;
 import dev.settle.testsupport.WebhookReceiver;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -50,8 +48,8 @@ class TenantWebhookTest {
                 Long.class, tenant, externalId);
     }
 
-    static Conversation.Snapshot snapshot(long session) {
-        return new Conversation.Snapshot(session, 1, 1, null, List.of(), List.of(), List.of(), null, false);
+    static Outbox.Span span(long session) {
+        return new Outbox.Span(session, 1, List.of(), null);
     }
 
     @Test
@@ -65,9 +63,9 @@ class TenantWebhookTest {
         long plain = session("plain", "plain-s");
         long dflt = session("default", "default-s");
         Outbox outbox = node.bean(Outbox.class);
-        outbox.replyCreated(acme, "msg_acme", "for acme", snapshot(acme));
-        outbox.replyCreated(plain, "msg_plain", "for plain", snapshot(plain));
-        outbox.replyCreated(dflt, "msg_default", "for default", snapshot(dflt));
+        outbox.replyCreated(span(acme), "msg_acme", "for acme");
+        outbox.replyCreated(span(plain), "msg_plain", "for plain");
+        outbox.replyCreated(span(dflt), "msg_default", "for default");
 
         assertEquals(receiver.url() + "/acme", endpoint(acme));
         assertEquals(receiver.url(), endpoint(plain), "a tenant without its own URL uses the deployment's");
@@ -106,7 +104,7 @@ class TenantWebhookTest {
     void a_tenant_without_secrets_gets_nothing_not_even_signed_by_the_deployment_until_it_has_some() {
         tenant("legacy", "/legacy", null);
         long s = session("legacy", "legacy-s");
-        node.bean(Outbox.class).replyCreated(s, "msg_legacy", "for legacy", snapshot(s));
+        node.bean(Outbox.class).replyCreated(span(s), "msg_legacy", "for legacy");
         long id = delivery(s, "msg_legacy");
 
         // each attempt fails with the reason, nothing sent; the delivery stays pending on its retry schedule
@@ -137,12 +135,12 @@ class TenantWebhookTest {
         tenant("rotor", "/rotor", SECRET_2);
         long s = session("rotor", "rotor-s");
         Outbox outbox = node.bean(Outbox.class);
-        outbox.replyCreated(s, "msg_rotor_1", "first", snapshot(s));
+        outbox.replyCreated(span(s), "msg_rotor_1", "first");
         await().atMost(LONG).until(() -> "DELIVERED".equals(node.status(delivery(s, "msg_rotor_1"))));
         assertTrue(WebhookReceiver.verify(SECRET_2, at("/rotor").getFirst()));
 
         node.jdbc.update(SET_SECRETS, SECRET_3, "rotor");
-        outbox.replyCreated(s, "msg_rotor_2", "second", snapshot(s));
+        outbox.replyCreated(span(s), "msg_rotor_2", "second");
         await().atMost(Duration.ofSeconds(5)).until(() -> at("/rotor").size() == 2);
         WebhookReceiver.Delivery next = at("/rotor").get(1);
         assertEquals("wh_msg_rotor_2", next.webhookId());

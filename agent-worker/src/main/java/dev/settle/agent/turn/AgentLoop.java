@@ -1,0 +1,97 @@
+package dev.settle.agent.turn;
+
+import dev.settle.agent.lease.TurnControl;
+
+import dev.settle.agent.AgentSettings;
+import dev.settle.agent.lease.LeaseLostException;
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.model.ModelStream;
+import dev.settle.agent.stream.TurnStream;
+
+import dev.langchain4j.agent.tool.ToolExecutionRequest;
+import dev.langchain4j.data.message.AiMessage;
+import dev.langchain4j.data.message.ChatMessage;
+import dev.langchain4j.data.message.ToolExecutionResultMessage;
+import dev.settle.agent.tools.ExactlyOnceToolExecutor;
+import dev.settle.agent.tools.ToolCatalog;
+import org.springframework.stereotype.Component;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The model↔tool rounds of one turn (bounded, {@code settle.agent.max-rounds}, default 5). Text is streamed
+ * into the turn's {@link TurnStream}; every tool call goes through the exactly-once executor and its result
+ * goes straight back to the model, so the model never sees a call without its result. The last round offers
+ * no tools: it must answer in words. An interrupt lets a running tool call finish but starts no other.
+ */
+@Component
+public class AgentLoop {
+    private final ModelStream model;
+    private final PromptBuilder prompts;
+    private final ToolCatalog catalog;
+    private final ExactlyOnceToolExecutor tools;
+    private final Turns turns;
+    private final int maxRounds;
+
+    public AgentLoop(ModelStream model, PromptBuilder prompts, ToolCatalog catalog, ExactlyOnceToolExecutor tools,
+                     Turns turns, AgentSettings settings) {
+        this.model = model;
+        this.prompts = prompts;
+        this.catalog = catalog;
+        this.tools = tools;
+        this.turns = turns;
+        this.maxRounds = Math.max(1, settings.agent().maxRounds());
+    }
+
+    /**
+     * What a turn has streamed so far and whether a model call is cut off mid-stream; written only by the turn's
+     * own {@link #answer} (the model stream counts {@code streamedChars} as deltas arrive), read as
+     * {@link #spent()} when the turn is discarded.
+     */
+    static final class Usage {
+        private int promptChars;
+        private final AtomicInteger streamedChars = new AtomicInteger();
+        private boolean callOpen;
+
+        Turns.Spent spent() {
+            return new Turns.Spent(streamedChars.get(), callOpen, promptChars);
+        }
+    }
+
+    /** @return the reply text: everything the model streamed in this turn */
+    String answer(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, TurnControl control,
+                  TurnStream stream, Usage usage) {
+        List<ChatMessage> messages = prompts.prompt(turn);
+        ExactlyOnceToolExecutor.TurnTools turnTools = tools.forTurn(lease, turnId, turn.fromVersion());
+        StringBuilder text = new StringBuilder();
+        for (int round = 1; ; round++) {
+            boolean last = round >= maxRounds;
+            usage.promptChars = messages.stream().mapToInt(m -> m.toString().length()).sum();
+            usage.callOpen = true;
+            ModelStream.Result result = model.call(lease.sessionId(), messages,
+                    last ? List.of() : catalog.specifications(), control, stream::delta, usage.streamedChars);
+            usage.callOpen = false;
+            if (!turns.countCall(lease, turnId, result.promptTokens(), result.completionTokens())) {
+                throw new LeaseLostException();
+            }
+            AiMessage ai = result.message();
+            if (ai.text() != null) {
+                text.append(ai.text());
+            }
+            if (!ai.hasToolExecutionRequests() || last) {
+                return text.toString();
+            }
+            messages.add(ai);
+            for (ToolExecutionRequest call : ai.toolExecutionRequests()) {
+                if (!control.leaseAlive()) {
+                    throw new LeaseLostException();
+                }
+                if (control.interruptReason() != null) {
+                    throw new TurnControl.Interrupted(control.interruptReason());
+                }
+                messages.add(ToolExecutionResultMessage.from(call, turnTools.execute(call)));
+            }
+        }
+    }
+}

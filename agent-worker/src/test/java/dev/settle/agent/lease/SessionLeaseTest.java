@@ -1,0 +1,221 @@
+package dev.settle.agent.lease;
+
+import dev.settle.agent.TestAgent;
+
+import dev.settle.agent.turn.Conversation;
+import dev.settle.agent.turn.ReplyCommit;
+import dev.settle.agent.turn.Turns;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The lease and the fenced commit, raced and paused for real on MariaDB. */
+class SessionLeaseTest {
+    static TestAgent agent;
+    static SessionLease leases;
+    static ReplyCommit replies;
+    static Conversation conversation;
+    static Turns turns;
+
+    @BeforeAll
+    static void start() {
+        agent = new TestAgent("lease", Map.of("settle.lease.ttl", "1s"));
+        leases = agent.bean(SessionLease.class);
+        replies = agent.bean(ReplyCommit.class);
+        conversation = agent.bean(Conversation.class);
+        turns = agent.bean(Turns.class);
+    }
+
+    @AfterAll
+    static void stop() {
+        agent.close();
+    }
+
+    @Test
+    void exactly_one_of_16_racing_threads_wins_the_claim_in_every_round() throws Exception {
+        int threads = 16;
+        for (int round = 0; round < 25; round++) {
+            long session = agent.sessionWithMessages(1);
+            CyclicBarrier barrier = new CyclicBarrier(threads);
+            List<Future<SessionLease.Lease>> claims = new ArrayList<>();
+            try (ExecutorService pool = Executors.newFixedThreadPool(threads)) {
+                for (int i = 0; i < threads; i++) {
+                    claims.add(pool.submit(() -> {
+                        barrier.await();
+                        return leases.claim(session);
+                    }));
+                }
+            }
+            int winners = 0;
+            for (Future<SessionLease.Lease> f : claims) {
+                winners += f.get() == null ? 0 : 1;
+            }
+            assertEquals(1, winners, "round " + round);
+            assertEquals(1, agent.count("SELECT lease_epoch FROM chat_session WHERE id = ?", session));
+        }
+    }
+
+    @Test
+    void second_claim_fails_while_lease_is_live_and_nothing_to_answer_is_never_claimed() {
+        long session = agent.sessionWithMessages(2);
+        SessionLease.Lease first = leases.claim(session);
+        assertNotNull(first);
+        assertNull(leases.claim(session));
+        leases.release(first);
+        SessionLease.Lease second = leases.claim(session);
+        assertEquals(first.epoch() + 1, second.epoch());
+        leases.release(second);
+
+        agent.jdbc.update("UPDATE chat_session SET replied_version = version WHERE id = ?", session);
+        assertNull(leases.claim(session), "all answered: nothing to claim");
+    }
+
+    @Test
+    void a_holder_paused_past_the_ttl_cannot_heartbeat_or_commit_even_if_nobody_took_over() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        Thread.sleep(1500); // paused past the 1 s TTL
+        assertFalse(leases.heartbeat(lease));
+        assertEquals(ReplyCommit.Outcome.LEASE_LOST, replies.commit(lease, turnId, turn, "late reply"));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
+        assertEquals(0, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
+        assertEquals("RUNNING", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
+
+        // the successor closes the abandoned turn and answers
+        SessionLease.Lease successor = leases.claim(session);
+        assertEquals(lease.epoch() + 1, successor.epoch());
+        Conversation.Snapshot again = conversation.load(successor);
+        long next = turns.begin(successor, again.fromVersion(), again.toVersion());
+        assertEquals("FAILED", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
+        assertEquals(ReplyCommit.Outcome.COMMITTED, replies.commit(successor, next, again, "the reply"));
+        // and the old holder, resuming now, is fenced by the new token too
+        assertEquals(ReplyCommit.Outcome.LEASE_LOST, replies.commit(lease, turnId, turn, "late reply"));
+        assertEquals(1, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(1, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
+        leases.release(successor);
+    }
+
+    @Test
+    void one_renewal_round_keeps_live_leases_and_reports_stolen_and_expired_ones_lost() throws Exception {
+        Heartbeats heartbeats = agent.bean(Heartbeats.class);
+        List<SessionLease.Lease> held = new ArrayList<>();
+        List<Heartbeats.Beat> beats = new ArrayList<>();
+        for (int i = 0; i < 600; i++) { // more than one statement's worth
+            SessionLease.Lease lease = leases.claim(agent.sessionWithMessages(1));
+            held.add(lease);
+            beats.add(heartbeats.start(lease));
+        }
+        SessionLease.Lease stolen = held.get(3);
+        SessionLease.Lease expired = held.get(550);
+        agent.jdbc.update("UPDATE chat_session SET lease_token = 'someone-else', lease_epoch = lease_epoch + 1 WHERE id = ?", stolen.sessionId());
+        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", expired.sessionId());
+        // the scheduled rounds (every 333 ms) run meanwhile; after 700 ms an unrenewed lease would be near expiry
+        long until = System.nanoTime() + 700_000_000L;
+        while (System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+        heartbeats.renew();
+        for (int i = 0; i < held.size(); i++) {
+            boolean shouldLive = i != 3 && i != 550;
+            assertEquals(shouldLive, beats.get(i).alive(), "lease " + i);
+        }
+        String ids = String.join(",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+        assertEquals(598, agent.count("""
+                SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
+                   AND lease_expires_at > UTC_TIMESTAMP(6) + INTERVAL 500000 MICROSECOND
+                   AND lease_token <> 'someone-else'""".formatted(ids)), "renewed to a full TTL");
+        Thread.interrupted(); // the lost beats interrupted this (their worker) thread
+        for (int i = 0; i < held.size(); i++) {
+            beats.get(i).close();
+            leases.release(held.get(i));
+        }
+    }
+
+    @Test
+    void a_row_locked_by_another_transaction_delays_the_renewal_of_no_other_lease() throws Exception {
+        Heartbeats heartbeats = agent.bean(Heartbeats.class);
+        List<SessionLease.Lease> held = new ArrayList<>();
+        List<Heartbeats.Beat> beats = new ArrayList<>();
+        try {
+            for (int i = 0; i < 50; i++) {
+                held.add(leases.claim(agent.sessionWithMessages(1)));
+            }
+            String ids = String.join(",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+            // long leases, so that a renewal (to the 1 s TTL) is seen, and a loaded machine loses none meanwhile
+            agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN (" + ids + ")");
+            held.forEach(lease -> beats.add(heartbeats.start(lease)));
+            SessionLease.Lease busy = held.get(20);
+            try (java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection()) {
+                blocker.setAutoCommit(false);
+                try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                    st.setLong(1, busy.sessionId());
+                    st.executeQuery().close();
+                }
+                try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
+                    // the held row waits at most the heartbeat pool's lock wait (1 s); a renewal queued on it, 50 s
+                    pool.submit(heartbeats::renew).get(10, java.util.concurrent.TimeUnit.SECONDS);
+                }
+                assertEquals(49, agent.count("""
+                        SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
+                           AND lease_expires_at < UTC_TIMESTAMP(6) + INTERVAL 30 SECOND""".formatted(ids)),
+                        "every other lease renewed (to the 1 s TTL)");
+                assertTrue(beats.get(20).alive(), "a lease whose row was held is not lost for it");
+                blocker.rollback();
+            }
+        } finally {
+            Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
+            for (int i = 0; i < held.size(); i++) {
+                beats.get(i).close();
+                leases.release(held.get(i));
+            }
+        }
+    }
+
+    @Test
+    void a_newer_message_supersedes_the_reply_and_nothing_is_written() {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        agent.newMessage(session);
+        assertEquals(ReplyCommit.Outcome.SUPERSEDED, replies.commit(lease, turnId, turn, "stale"));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
+        assertTrue(turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded"));
+        leases.release(lease);
+    }
+
+    @Test
+    void past_max_wait_a_finished_reply_commits_for_the_versions_it_saw() {
+        long session = agent.sessionWithMessages(2);
+        agent.jdbc.update("UPDATE chat_session SET oldest_unanswered_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?", session);
+        SessionLease.Lease lease = leases.claim(session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        agent.newMessage(session);
+        assertEquals(ReplyCommit.Outcome.COMMITTED, replies.commit(lease, turnId, turn, "for 1-2"));
+        assertEquals(2, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
+        assertEquals(1, agent.count("""
+                SELECT COUNT(*) FROM chat_session s JOIN chat_message m ON m.session_id = s.id AND m.version = 3
+                 WHERE s.id = ? AND s.oldest_unanswered_at = m.created_at""", session), "message 3 is now the oldest unanswered");
+        leases.release(lease);
+    }
+}
