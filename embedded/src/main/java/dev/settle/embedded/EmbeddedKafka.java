@@ -117,42 +117,9 @@ public final class EmbeddedKafka implements AutoCloseable {
         return p;
     }
 
-    /**
-     * Waits until the broker answers {@code describeCluster} with itself and coordinates consumer groups: asking for
-     * a group's offsets creates {@code __consumer_offsets} and loads its coordinator, which the first consumer
-     * group would otherwise wait for.
-     */
+    /** Waits until the broker answers and coordinates consumer groups. */
     private void awaitReady() {
-        long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
-        try (Admin admin = Admin.create(Map.of(
-                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers(),
-                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 2000,
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 2000))) {
-            while (true) {
-                try {
-                    if (!admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes()
-                            .get(3, TimeUnit.SECONDS).isEmpty()) {
-                        admin.listConsumerGroupOffsets("settle-embedded-ready").partitionsToOffsetAndMetadata()
-                                .get(3, TimeUnit.SECONDS);
-                        return;
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException(e);
-                } catch (Exception notYet) {
-                    // not up yet
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the embedded Kafka broker did not answer within " + READY_TIMEOUT);
-                }
-                try {
-                    Thread.sleep(50);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException(e);
-                }
-            }
-        }
+        BrokerReadiness.await(bootstrapServers(), READY_TIMEOUT, true, () -> { }, () -> "");
     }
 
     /** {@code host:port} of the PLAINTEXT listener. */

@@ -1,5 +1,6 @@
 package dev.settle.testsupport;
 
+import dev.settle.embedded.BrokerReadiness;
 import dev.settle.embedded.EmbeddedKafka;
 import dev.settle.embedded.FreePort;
 import org.apache.kafka.clients.admin.Admin;
@@ -133,39 +134,12 @@ public final class KafkaBrokerProcess implements AutoCloseable {
 
     /** Waits until the broker answers {@code describeCluster} with itself; fails if the process died. */
     public void awaitReady(Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        try (Admin admin = Admin.create(Map.of(
-                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers(),
-                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 2000,
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 2000,
-                AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 200))) {
-            while (true) {
-                Process p = process;
-                if (p == null || !p.isAlive()) {
-                    throw new IllegalStateException("the Kafka broker process is not running; log: " + currentLog());
-                }
-                try {
-                    if (!admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes()
-                            .get(3, TimeUnit.SECONDS).isEmpty()) {
-                        return;
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException(e);
-                } catch (Exception notYet) {
-                    // not up yet
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the Kafka broker did not answer within " + timeout + "; log: " + currentLog());
-                }
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException(e);
-                }
+        BrokerReadiness.await(bootstrapServers(), timeout, false, () -> {
+            Process p = process;
+            if (p == null || !p.isAlive()) {
+                throw new IllegalStateException("the Kafka broker process is not running; log: " + currentLog());
             }
-        }
+        }, () -> "; log: " + currentLog());
     }
 
     /** {@code host:port} of the PLAINTEXT listener; the same across restarts. */
