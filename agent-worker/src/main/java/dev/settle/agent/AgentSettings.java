@@ -10,9 +10,13 @@ import java.util.List;
 
 /** Configuration of the agent worker, bound from {@code settle.*} (environment: {@code SETTLE_...}). */
 @ConfigurationProperties("settle")
-public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
-                            @DefaultValue Webhook webhook, @DefaultValue Agent agent, @DefaultValue Stream stream,
-                            @DefaultValue Policy policy) {
+public record AgentSettings(
+        @DefaultValue Lease lease,
+        @DefaultValue Llm llm,
+        @DefaultValue Webhook webhook,
+        @DefaultValue Agent agent,
+        @DefaultValue Stream stream,
+        @DefaultValue Policy policy) {
 
     /**
      * How streamed output is persisted: chunks written in batches of at most {@code batchSize} or every
@@ -24,12 +28,15 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
      * @param interruptPoll how often the agent looks for a newer message in the sessions it is answering (early
      *                      interrupt under the merge policy)
      */
-    public record Stream(@DefaultValue("32") int batchSize, @DefaultValue("50ms") Duration flushInterval,
-                         @DefaultValue("0ms") Duration flushDelay, @DefaultValue("50ms") Duration interruptPoll) {
-    }
+    public record Stream(
+            @DefaultValue("32") int batchSize,
+            @DefaultValue("50ms") Duration flushInterval,
+            @DefaultValue("0ms") Duration flushDelay,
+            @DefaultValue("50ms") Duration interruptPoll) {}
 
     /** @param defaultPolicy double-texting policy of sessions that set none: merge, enqueue or reject */
-    public record Policy(@DefaultValue("merge") @Name("default") String defaultPolicy) {
+    public record Policy(
+            @DefaultValue("merge") @Name("default") String defaultPolicy) {
         public Policy {
             if (!dev.settle.schema.Policies.ALL.contains(defaultPolicy)) {
                 throw new IllegalStateException("settle.policy.default must be one of " + dev.settle.schema.Policies.ALL
@@ -55,10 +62,13 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
      * @param backoff     first retry delay, doubled per attempt (jittered)
      * @param timeout     one model call must end within it; also the cap on a server's Retry-After
      */
-    public record Llm(String url, @DefaultValue("gpt-4o-mini") String model, String key,
-                      @DefaultValue("3") int maxAttempts, @DefaultValue("500ms") Duration backoff,
-                      @DefaultValue("60s") Duration timeout) {
-    }
+    public record Llm(
+            String url,
+            @DefaultValue("gpt-4o-mini") String model,
+            String key,
+            @DefaultValue("3") int maxAttempts,
+            @DefaultValue("500ms") Duration backoff,
+            @DefaultValue("60s") Duration timeout) {}
 
     /**
      * Webhook delivery ({@code SETTLE_WEBHOOK_*}); see docs/WEBHOOKS.md.
@@ -83,12 +93,20 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
      *                      ({@code SETTLE_WEBHOOK_ALLOWUNSIGNED}, {@code settle.webhook.allow-unsigned}); false: they
      *                      are not sent (each attempt fails with that reason). Never applies to a tenant's endpoint
      */
-    public record Webhook(String url, String secret,
-                          @DefaultValue({"0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"}) List<Duration> schedule,
-                          @DefaultValue("15s") Duration timeout, @DefaultValue("100ms") Duration pollInterval,
-                          @DefaultValue("false") boolean allowprivate, @DefaultValue("1h") Duration maxRetryAfter,
-                          Long jitterSeed, @DefaultValue("15s") Duration claimMargin,
-                          @DefaultValue("false") boolean allowunsigned) {
+    public record Webhook(
+            String url,
+            String secret,
+
+            @DefaultValue({"0s", "5s", "5m", "30m", "2h", "5h", "10h", "10h"})
+            List<Duration> schedule,
+
+            @DefaultValue("15s") Duration timeout,
+            @DefaultValue("100ms") Duration pollInterval,
+            @DefaultValue("false") boolean allowprivate,
+            @DefaultValue("1h") Duration maxRetryAfter,
+            Long jitterSeed,
+            @DefaultValue("15s") Duration claimMargin,
+            @DefaultValue("false") boolean allowunsigned) {
         public Webhook {
             if (schedule == null || schedule.isEmpty() || schedule.stream().anyMatch(Duration::isNegative)) {
                 throw new IllegalStateException(
@@ -102,8 +120,8 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
                 throw new IllegalStateException("settle.webhook.max-retry-after must not be negative");
             }
             if (claimMargin.isNegative() || claimMargin.isZero()) {
-                throw new IllegalStateException("SETTLE_WEBHOOK_CLAIMMARGIN (settle.webhook.claim-margin) must be "
-                        + "positive");
+                throw new IllegalStateException(
+                        "SETTLE_WEBHOOK_CLAIMMARGIN (settle.webhook.claim-margin) must be " + "positive");
             }
             if (secret != null && !secret.isBlank()) {
                 String[] secrets = secret.trim().split("\\s+");
@@ -136,8 +154,11 @@ public record AgentSettings(@DefaultValue Lease lease, @DefaultValue Llm llm,
      * @param systemPrompt the system prompt of every turn; unset = the demo's bookkeeping prompt while
      *                     {@code settle.demo.enabled}, else a neutral assistant prompt
      */
-    public record Agent(@DefaultValue("4096") int maxInFlight, @DefaultValue("50") int historyLimit,
-                        @DefaultValue("true") boolean orphanScan, @DefaultValue("5") int maxRounds,
-                        Duration toolTimeout, String systemPrompt) {
-    }
+    public record Agent(
+            @DefaultValue("4096") int maxInFlight,
+            @DefaultValue("50") int historyLimit,
+            @DefaultValue("true") boolean orphanScan,
+            @DefaultValue("5") int maxRounds,
+            Duration toolTimeout,
+            String systemPrompt) {}
 }

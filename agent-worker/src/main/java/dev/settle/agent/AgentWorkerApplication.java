@@ -1,9 +1,9 @@
 package dev.settle.agent;
 
-import dev.settle.schema.DebounceTiming;
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
 import dev.settle.contracts.Topology;
+import dev.settle.schema.DebounceTiming;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;

@@ -1,18 +1,16 @@
 package dev.settle.agent;
 
-import dev.settle.agent.turn.OrphanedLeaseScanner;
 import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.stream.TurnStreams;
-import dev.settle.agent.turn.AgentLoop;
+import dev.settle.agent.tools.ToolExecutions;
 import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.InterruptWatcher;
+import dev.settle.agent.turn.OrphanedLeaseScanner;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.TurnFailure;
 import dev.settle.agent.turn.Turns;
 import dev.settle.agent.turn.WorkWaker;
-
-import dev.settle.agent.tools.ToolExecutions;
 import dev.settle.agent.webhook.AttemptVerdict;
 import dev.settle.agent.webhook.DeliveryQueue;
 import dev.settle.agent.webhook.WebhookDispatcher;
@@ -112,7 +110,9 @@ abstract class AgentContract {
     }
 
     void expireLease(long session) {
-        jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", session);
+        jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?",
+                session);
     }
 
     @Test
@@ -129,15 +129,21 @@ abstract class AgentContract {
         assertEquals(Boolean.TRUE, locked);
 
         expireLease(session);
-        assertEquals(List.of(session), jdbc.queryForList(OrphanedLeaseScanner.ORPHANS, Long.class).stream()
-                .filter(id -> id == session).toList(), "an expired lease with work left is an orphan");
+        assertEquals(
+                List.of(session),
+                jdbc.queryForList(OrphanedLeaseScanner.ORPHANS, Long.class).stream()
+                        .filter(id -> id == session)
+                        .toList(),
+                "an expired lease with work left is an orphan");
         SessionLease.Lease second = leases.claim(session);
         assertNotNull(second, "an expired lease is taken over");
         assertEquals(2, second.epoch());
         assertFalse(leases.heartbeat(first), "the old holder is fenced");
         assertEquals(Set.of(), leases.renewAll(jdbc, List.of(first)));
         leases.release(first);
-        assertEquals(second.token(), jdbc.queryForObject("SELECT lease_token FROM chat_session WHERE id = ?", String.class, session),
+        assertEquals(
+                second.token(),
+                jdbc.queryForObject("SELECT lease_token FROM chat_session WHERE id = ?", String.class, session),
                 "a fenced release changes nothing");
         leases.release(second);
         assertNull(jdbc.queryForObject("SELECT lease_token FROM chat_session WHERE id = ?", String.class, session));
@@ -165,35 +171,64 @@ abstract class AgentContract {
         assertEquals("Hello, world", stream.finish());
         stream.close();
 
-        assertEquals(ReplyCommit.Outcome.COMMITTED, context.getBean(ReplyCommit.class).commit(lease, turn, snapshot, "Hello, world"));
+        assertEquals(
+                ReplyCommit.Outcome.COMMITTED,
+                context.getBean(ReplyCommit.class).commit(lease, turn, snapshot, "Hello, world"));
         assertEquals(2, count("SELECT replied_version FROM chat_session WHERE id = ?", session));
-        assertEquals(1, count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant' AND covers_version = 2", session));
+        assertEquals(
+                1,
+                count(
+                        "SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant' AND covers_version = 2",
+                        session));
         assertEquals("COMMITTED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turn));
         assertEquals(15, count("SELECT prompt_tokens + completion_tokens FROM chat_turn WHERE id = ?", turn));
-        assertEquals(1, count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ? AND status = 'PENDING'", session));
-        assertEquals(List.of("turn.started", "reply.delta", "reply.delta", "reply.created"), jdbc.queryForList(
-                "SELECT type FROM session_event WHERE session_id = ? ORDER BY seq", String.class, session));
-        assertEquals(List.of(1L, 2L, 3L, 4L), jdbc.queryForList(
-                "SELECT seq FROM session_event WHERE session_id = ? ORDER BY seq", Long.class, session));
+        assertEquals(
+                1, count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ? AND status = 'PENDING'", session));
+        assertEquals(
+                List.of("turn.started", "reply.delta", "reply.delta", "reply.created"),
+                jdbc.queryForList(
+                        "SELECT type FROM session_event WHERE session_id = ? ORDER BY seq", String.class, session));
+        assertEquals(
+                List.of(1L, 2L, 3L, 4L),
+                jdbc.queryForList(
+                        "SELECT seq FROM session_event WHERE session_id = ? ORDER BY seq", Long.class, session));
 
         newMessage(session);
         Conversation.Snapshot next = context.getBean(Conversation.class).load(lease);
         assertEquals(3, next.fromVersion());
-        assertEquals(1, next.history().stream().filter(m -> m.role().equals("assistant")).count());
+        assertEquals(
+                1,
+                next.history().stream()
+                        .filter(m -> m.role().equals("assistant"))
+                        .count());
         Long nextTurn = turns.begin(lease, next.fromVersion(), next.toVersion(), next.abandoned());
         newMessage(session);
-        assertEquals(List.of(4L), jdbc.query(InterruptWatcher.CHECK.formatted("(s.id = ? AND s.version > ?)"),
-                (rs, i) -> rs.getLong("version"), session, next.toVersion(), "merge", 60_000_000L),
+        assertEquals(
+                List.of(4L),
+                jdbc.query(
+                        InterruptWatcher.CHECK.formatted("(s.id = ? AND s.version > ?)"),
+                        (rs, i) -> rs.getLong("version"),
+                        session,
+                        next.toVersion(),
+                        "merge",
+                        60_000_000L),
                 "the interrupt check sees the newer message");
-        assertEquals(ReplyCommit.Outcome.SUPERSEDED, context.getBean(ReplyCommit.class).commit(lease, nextTurn, next, "stale"));
+        assertEquals(
+                ReplyCommit.Outcome.SUPERSEDED,
+                context.getBean(ReplyCommit.class).commit(lease, nextTurn, next, "stale"));
         assertTrue(turns.discard(lease, nextTurn, "superseded", Turns.Spent.NONE));
-        assertEquals("DISCARDED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, nextTurn));
+        assertEquals(
+                "DISCARDED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, nextTurn));
         assertEquals(2, count("SELECT replied_version FROM chat_session WHERE id = ?", session));
 
         leases.release(lease);
         context.getBean(WorkWaker.class).rearmIfPending(session);
         context.getBean(WorkWaker.class).rearmIfPending(session);
-        assertEquals(1, count("SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND armed_version = 4 AND armed_by = 'agent'", session));
+        assertEquals(
+                1,
+                count(
+                        "SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND armed_version = 4 AND armed_by = 'agent'",
+                        session));
     }
 
     @Test
@@ -215,14 +250,19 @@ abstract class AgentContract {
         expireLease(session);
         SessionLease.Lease taker = leases.claim(session);
         assertNotNull(taker);
-        assertEquals(ReplyCommit.Outcome.LEASE_LOST, context.getBean(ReplyCommit.class).commit(old, oldTurn, seen, "late"));
+        assertEquals(
+                ReplyCommit.Outcome.LEASE_LOST,
+                context.getBean(ReplyCommit.class).commit(old, oldTurn, seen, "late"));
         assertFalse(turns.end(old, oldTurn, Turns.Ending.FAILED, "late"));
-        assertEquals(0, count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(
+                0, count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         Conversation.Snapshot taken = context.getBean(Conversation.class).load(taker);
         assertTrue(taken.abandoned(), "the taker sees the RUNNING turn its predecessor left");
         Long takerTurn = turns.begin(taker, taken.fromVersion(), taken.toVersion(), true);
         assertNotNull(takerTurn);
-        assertEquals("FAILED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, oldTurn),
+        assertEquals(
+                "FAILED",
+                jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, oldTurn),
                 "the abandoned turn is closed by the taker");
         leases.release(taker);
     }
@@ -234,22 +274,30 @@ abstract class AgentContract {
         SessionLease.Lease lease = leases.claim(session);
         Long turn = context.getBean(Turns.class).begin(lease, 1, 1, false);
         String key = "k".repeat(64 - 8) + Long.toHexString(session | 0x10000000L);
-        ToolExecutions.Call call = new ToolExecutions.Call(session, turn, 1, key, "call_1", "create_transaction",
-                "{\"amount\":35}", 0, true, lease.token());
+        ToolExecutions.Call call = new ToolExecutions.Call(
+                session, turn, 1, key, "call_1", "create_transaction", "{\"amount\":35}", 0, true, lease.token());
         ToolExecutions.Execution row = executions.insertOrGet(call);
         assertEquals("PENDING", row.status());
         assertEquals(row.id(), executions.insertOrGet(call).id(), "the same key is the same execution");
         assertTrue(executions.start(row.id(), turn, lease.token()));
-        jdbc.update("INSERT INTO ledger_entry (session_id, execution_id, amount, category, note, created_at) "
-                + "VALUES (?, ?, 35.00, 'food', 'lunch', UTC_TIMESTAMP(6))", session, row.id());
+        jdbc.update(
+                "INSERT INTO ledger_entry (session_id, execution_id, amount, category, note, created_at) "
+                        + "VALUES (?, ?, 35.00, 'food', 'lunch', UTC_TIMESTAMP(6))",
+                session,
+                row.id());
         assertTrue(executions.complete(row.id(), "{\"ok\":true}", lease.token()));
         assertFalse(executions.complete(row.id(), "{\"ok\":true}", "someone-else"));
-        assertEquals(List.of(row.id()), executions.completedPairs(session, 1).stream().map(ToolExecutions.Execution::id).toList());
+        assertEquals(
+                List.of(row.id()),
+                executions.completedPairs(session, 1).stream()
+                        .map(ToolExecutions.Execution::id)
+                        .toList());
 
-        ToolExecutions.Execution stuck = executions.insertOrGet(new ToolExecutions.Call(session, turn, 1, null, "call_2",
-                "lookup", "{}", 0, false, lease.token()));
+        ToolExecutions.Execution stuck = executions.insertOrGet(
+                new ToolExecutions.Call(session, turn, 1, null, "call_2", "lookup", "{}", 0, false, lease.token()));
         assertTrue(executions.start(stuck.id(), turn, lease.token()));
-        jdbc.update("UPDATE tool_execution SET started_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?", stuck.id());
+        jdbc.update(
+                "UPDATE tool_execution SET started_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?", stuck.id());
         assertEquals(0, executions.reap(Duration.ofMinutes(30).toNanos() / 1000), "a slow call of a live holder stays");
         assertEquals("EXECUTING", executions.byId(stuck.id()).status());
 
@@ -257,8 +305,10 @@ abstract class AgentContract {
         assertEquals(1, executions.reap(Duration.ofMinutes(30).toNanos() / 1000), "no live lease owns it: reaped");
         assertEquals("FAILED", executions.byId(stuck.id()).status());
         assertTrue(executions.byId(stuck.id()).retryable());
-        assertNull(executions.insertOrGet(new ToolExecutions.Call(session, turn, 1, null, "call_3", "lookup", "{}", 1, false,
-                lease.token())), "no row without a live lease");
+        assertNull(
+                executions.insertOrGet(new ToolExecutions.Call(
+                        session, turn, 1, null, "call_3", "lookup", "{}", 1, false, lease.token())),
+                "no row without a live lease");
         assertFalse(executions.start(stuck.id(), turn, lease.token()));
     }
 
@@ -271,7 +321,8 @@ abstract class AgentContract {
         long second = delivery(session);
         long elsewhere = delivery(other);
         List<Long> due = queue.due(100, null);
-        assertTrue(due.containsAll(List.of(first, elsewhere)) && !due.contains(second), "first of each session: " + due);
+        assertTrue(
+                due.containsAll(List.of(first, elsewhere)) && !due.contains(second), "first of each session: " + due);
 
         assertNull(queue.claim(second, Duration.ofSeconds(30), null), "not first in its session");
         DeliveryQueue.Claim claim = queue.claim(first, Duration.ofSeconds(30), null);
@@ -281,7 +332,8 @@ abstract class AgentContract {
         assertNull(queue.claim(second, Duration.ofSeconds(30), null), "the first is in flight");
         assertNotNull(queue.claim(elsewhere, Duration.ofSeconds(30), null), "another session is not held up");
 
-        assertTrue(queue.finish(claim, 500, 1000, "HTTP 500", new AttemptVerdict.Retry(Duration.ZERO, 500, "HTTP 500")));
+        assertTrue(
+                queue.finish(claim, 500, 1000, "HTTP 500", new AttemptVerdict.Retry(Duration.ZERO, 500, "HTTP 500")));
         assertNull(queue.claim(second, Duration.ofSeconds(30), null), "the first is still pending");
         DeliveryQueue.Claim again = queue.claim(first, Duration.ofSeconds(30), null);
         assertEquals(2, again.attempt());
@@ -290,10 +342,19 @@ abstract class AgentContract {
         DeliveryQueue.Claim next = queue.claim(second, Duration.ofSeconds(30), null);
         assertNotNull(next, "the second goes once the first is delivered");
         assertTrue(queue.finish(next, 410, 1000, "gone", new AttemptVerdict.Failed(410, "gone", false)));
-        assertEquals(List.of("DELIVERED", "FAILED"), jdbc.queryForList(
-                "SELECT status FROM webhook_delivery WHERE id IN (?, ?) ORDER BY id", String.class, first, second));
-        assertEquals(List.of(1, 2), jdbc.queryForList(
-                "SELECT attempt_no FROM webhook_attempt WHERE delivery_id = ? ORDER BY attempt_no", Integer.class, first));
+        assertEquals(
+                List.of("DELIVERED", "FAILED"),
+                jdbc.queryForList(
+                        "SELECT status FROM webhook_delivery WHERE id IN (?, ?) ORDER BY id",
+                        String.class,
+                        first,
+                        second));
+        assertEquals(
+                List.of(1, 2),
+                jdbc.queryForList(
+                        "SELECT attempt_no FROM webhook_attempt WHERE delivery_id = ? ORDER BY attempt_no",
+                        Integer.class,
+                        first));
     }
 
     @Test
@@ -302,12 +363,14 @@ abstract class AgentContract {
         String url = "https://hooks.example/" + UUID.randomUUID();
         endpoints.disable(url, "first 410");
         endpoints.disable(url, "second 410");
-        assertEquals(List.of("second 410"), jdbc.queryForList(
-                "SELECT disabled_reason FROM webhook_endpoint WHERE url = ?", String.class, url));
+        assertEquals(
+                List.of("second 410"),
+                jdbc.queryForList("SELECT disabled_reason FROM webhook_endpoint WHERE url = ?", String.class, url));
         assertTrue(endpoints.enable(url));
         assertFalse(endpoints.enable(url));
-        assertEquals(Collections.singletonList(null), jdbc.queryForList(
-                "SELECT disabled_reason FROM webhook_endpoint WHERE url = ?", String.class, url));
+        assertEquals(
+                Collections.singletonList(null),
+                jdbc.queryForList("SELECT disabled_reason FROM webhook_endpoint WHERE url = ?", String.class, url));
     }
 
     private long delivery(long session) {
@@ -315,8 +378,7 @@ abstract class AgentContract {
         jdbc.update("""
                 INSERT INTO webhook_delivery (webhook_id, session_id, event_type, endpoint_url, payload, status,
                                               next_attempt_at, created_at)
-                VALUES (?, ?, 'reply.created', 'https://hooks.example/in', '{}', 'PENDING', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""",
-                webhookId, session);
+                VALUES (?, ?, 'reply.created', 'https://hooks.example/in', '{}', 'PENDING', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""", webhookId, session);
         return jdbc.queryForObject("SELECT id FROM webhook_delivery WHERE webhook_id = ?", Long.class, webhookId);
     }
 }

@@ -5,7 +5,6 @@ import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.TurnFailure;
 import dev.settle.agent.turn.Turns;
-
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -55,12 +54,17 @@ class FencedWritesTest {
 
     /** The lease expires this long after now, on the database clock (no heartbeat runs in these tests). */
     static void expireIn(long session, Duration d) {
-        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?",
-                d.toNanos() / 1000, session);
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?",
+                d.toNanos() / 1000,
+                session);
     }
 
     static boolean expired(long session) {
-        return agent.count("SELECT COUNT(*) FROM chat_session WHERE id = ? AND lease_expires_at < UTC_TIMESTAMP(6)", session) == 1;
+        return agent.count(
+                        "SELECT COUNT(*) FROM chat_session WHERE id = ? AND lease_expires_at < UTC_TIMESTAMP(6)",
+                        session)
+                == 1;
     }
 
     /** A transaction of the agent is waiting for a lock in a statement that starts with {@code statement}. */
@@ -84,22 +88,29 @@ class FencedWritesTest {
         SessionLease.Lease lease = leases.claim(session);
         Conversation.Snapshot turn = conversation.load(lease);
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
-        agent.jdbc.update("INSERT INTO session_burst (session_id, end_version, fired_at) VALUES (?, 1, UTC_TIMESTAMP(6))", session);
-        try (Connection blocker = db.getConnection(); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+        agent.jdbc.update(
+                "INSERT INTO session_burst (session_id, end_version, fired_at) VALUES (?, 1, UTC_TIMESTAMP(6))",
+                session);
+        try (Connection blocker = db.getConnection();
+                ExecutorService pool = Executors.newSingleThreadExecutor()) {
             blocker.setAutoCommit(false);
-            try (PreparedStatement lock = blocker.prepareStatement(
-                    "SELECT end_version FROM session_burst WHERE session_id = ? FOR UPDATE")) {
+            try (PreparedStatement lock =
+                    blocker.prepareStatement("SELECT end_version FROM session_burst WHERE session_id = ? FOR UPDATE")) {
                 lock.setLong(1, session);
                 lock.executeQuery().close();
             }
             expireIn(session, Duration.ofSeconds(3));
-            Future<ReplyCommit.Outcome> commit = pool.submit(() -> agent.bean(ReplyCommit.class).commit(lease, turnId, turn, "late"));
+            Future<ReplyCommit.Outcome> commit =
+                    pool.submit(() -> agent.bean(ReplyCommit.class).commit(lease, turnId, turn, "late"));
             // the commit advanced replied_version under a live lease and now waits on the burst row, before its event
-            await().atMost(Duration.ofSeconds(30)).until(() -> waiting("DELETE FROM session_burst") && expired(session));
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> waiting("DELETE FROM session_burst") && expired(session));
             blocker.rollback();
             assertEquals(ReplyCommit.Outcome.LEASE_LOST, commit.get(30, TimeUnit.SECONDS));
         }
-        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(
+                0,
+                agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(0, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
         assertEquals(0, events(session, "reply.created"));
@@ -113,7 +124,8 @@ class FencedWritesTest {
         SessionLease.Lease lease = leases.claim(session);
         Conversation.Snapshot turn = conversation.load(lease);
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
-        try (Connection blocker = db.getConnection(); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+        try (Connection blocker = db.getConnection();
+                ExecutorService pool = Executors.newSingleThreadExecutor()) {
             blocker.setAutoCommit(false);
             // an uncommitted row with the failure's webhook-id: the outbox insert waits on its key
             try (PreparedStatement hold = blocker.prepareStatement("""
@@ -124,8 +136,10 @@ class FencedWritesTest {
                 hold.executeUpdate();
             }
             expireIn(session, Duration.ofSeconds(3));
-            Future<Boolean> failed = pool.submit(() -> agent.bean(TurnFailure.class).record(lease, turnId, turn, "model down"));
-            await().atMost(Duration.ofSeconds(30)).until(() -> waiting("INSERT INTO webhook_delivery") && expired(session));
+            Future<Boolean> failed =
+                    pool.submit(() -> agent.bean(TurnFailure.class).record(lease, turnId, turn, "model down"));
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> waiting("INSERT INTO webhook_delivery") && expired(session));
             blocker.rollback();
             assertFalse(failed.get(30, TimeUnit.SECONDS));
         }
@@ -136,8 +150,10 @@ class FencedWritesTest {
     }
 
     static List<Integer> counters(long turnId) {
-        return agent.jdbc.queryForObject("SELECT model_calls, prompt_tokens, completion_tokens FROM chat_turn WHERE id = ?",
-                (rs, i) -> List.of(rs.getInt(1), rs.getInt(2), rs.getInt(3)), turnId);
+        return agent.jdbc.queryForObject(
+                "SELECT model_calls, prompt_tokens, completion_tokens FROM chat_turn WHERE id = ?",
+                (rs, i) -> List.of(rs.getInt(1), rs.getInt(2), rs.getInt(3)),
+                turnId);
     }
 
     @Test

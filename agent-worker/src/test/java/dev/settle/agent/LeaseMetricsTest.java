@@ -1,10 +1,8 @@
 package dev.settle.agent;
 
-import dev.settle.agent.turn.TurnOutcome;
-
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.turn.TurnOutcome;
 import dev.settle.agent.turn.TurnRunner;
-
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -37,8 +35,17 @@ class LeaseMetricsTest {
     @BeforeAll
     static void start() {
         model = ModelDouble.start();
-        agent = new TestAgent("leasemetrics", Map.of("settle.llm.url", model.baseUrl(), "settle.llm.max-attempts", "1",
-                "settle.debounce.window", WINDOW_S + "s", "settle.debounce.maxwait", MAXWAIT_S + "s"));
+        agent = new TestAgent(
+                "leasemetrics",
+                Map.of(
+                        "settle.llm.url",
+                        model.baseUrl(),
+                        "settle.llm.max-attempts",
+                        "1",
+                        "settle.debounce.window",
+                        WINDOW_S + "s",
+                        "settle.debounce.maxwait",
+                        MAXWAIT_S + "s"));
         meters = agent.bean(MeterRegistry.class);
     }
 
@@ -67,8 +74,12 @@ class LeaseMetricsTest {
 
         long orphaned = session("orphaned-" + UUID.randomUUID());
         assertNotNull(agent.bean(SessionLease.class).claim(orphaned)); // a holder that died
-        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", orphaned);
-        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(orphaned)); // woken by an event, not by the scanner
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?",
+                orphaned);
+        assertEquals(
+                TurnOutcome.COMMITTED,
+                agent.bean(TurnRunner.class).run(orphaned)); // woken by an event, not by the scanner
         assertEquals(before + 1, count("settle.lease.takeovers"));
     }
 
@@ -80,7 +91,9 @@ class LeaseMetricsTest {
         model.respondWith(r -> {
             if (r.body().contains(marker) && successor.get() == null) {
                 // while the model answers, the lease expires and another worker takes the session over
-                agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", session);
+                agent.jdbc.update(
+                        "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?",
+                        session);
                 successor.set(agent.bean(SessionLease.class).claim(session));
             }
             return ModelDouble.echo(r);
@@ -93,7 +106,9 @@ class LeaseMetricsTest {
         assertNotNull(successor.get());
         assertEquals(fenced + 1, count("settle.lease.fenced"));
         assertEquals(takeovers, count("settle.lease.takeovers"), "the successor claimed outside a turn");
-        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(
+                0,
+                agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(0, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
         agent.bean(SessionLease.class).release(successor.get());
     }
@@ -103,10 +118,13 @@ class LeaseMetricsTest {
         String marker = "discarded-" + UUID.randomUUID();
         long session = session(marker);
         // the oldest unanswered message came a minute ago: its max-wait deadline is a minute ahead
-        agent.jdbc.update("UPDATE chat_session SET oldest_unanswered_at = UTC_TIMESTAMP(6) - INTERVAL 60 SECOND WHERE id = ?", session);
+        agent.jdbc.update(
+                "UPDATE chat_session SET oldest_unanswered_at = UTC_TIMESTAMP(6) - INTERVAL 60 SECOND WHERE id = ?",
+                session);
         LocalDateTime oldest = oldestUnanswered(session);
         model.respondWith(r -> {
-            if (r.body().contains(marker) && agent.count("SELECT version FROM chat_session WHERE id = ?", session) == 1) {
+            if (r.body().contains(marker)
+                    && agent.count("SELECT version FROM chat_session WHERE id = ?", session) == 1) {
                 agent.newMessage(session); // the user writes again while the model answers
             }
             return ModelResponse.text("stale answer");
@@ -116,16 +134,22 @@ class LeaseMetricsTest {
 
         assertEquals(oldest, oldestUnanswered(session), "the discard moved nothing");
         // last message + window (100 s) is past the deadline (oldest + 120 s): the timer fires at the deadline
-        assertEquals(List.of(List.of((long) MAXWAIT_S * 1_000_000, 0L, 2L)), agent.jdbc.query("""
+        assertEquals(
+                List.of(List.of((long) MAXWAIT_S * 1_000_000, 0L, 2L)),
+                agent.jdbc.query(
+                        """
                 SELECT TIMESTAMPDIFF(MICROSECOND, s.oldest_unanswered_at, d.deadline_at) AS deadline,
                        TIMESTAMPDIFF(MICROSECOND, d.deadline_at, d.fire_at) AS fire, d.armed_version
                   FROM debounce_timer d JOIN chat_session s ON s.id = d.session_id
                  WHERE d.session_id = ? AND d.armed_by = 'agent'""",
-                (rs, i) -> List.of(rs.getLong("deadline"), rs.getLong("fire"), rs.getLong("armed_version")), session));
+                        (rs, i) -> List.of(rs.getLong("deadline"), rs.getLong("fire"), rs.getLong("armed_version")),
+                        session));
     }
 
     static LocalDateTime oldestUnanswered(long session) {
-        return agent.jdbc.queryForObject("SELECT oldest_unanswered_at FROM chat_session WHERE id = ?",
-                (rs, i) -> rs.getObject(1, LocalDateTime.class), session);
+        return agent.jdbc.queryForObject(
+                "SELECT oldest_unanswered_at FROM chat_session WHERE id = ?",
+                (rs, i) -> rs.getObject(1, LocalDateTime.class),
+                session);
     }
 }

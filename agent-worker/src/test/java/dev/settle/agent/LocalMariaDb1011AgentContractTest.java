@@ -8,7 +8,12 @@ import java.util.Map;
 class LocalMariaDb1011AgentContractTest extends AgentContract {
     @Override
     Map<String, Object> database() {
-        return Map.of("spring.datasource.url", LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011AgentContractTest", "settle_agent_"),
-                "spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD);
+        return Map.of(
+                "spring.datasource.url",
+                LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011AgentContractTest", "settle_agent_"),
+                "spring.datasource.username",
+                LocalMariaDb.USER,
+                "spring.datasource.password",
+                LocalMariaDb.PASSWORD);
     }
 }

@@ -1,9 +1,7 @@
 package dev.settle.agent;
 
 import dev.settle.agent.lease.SessionLease;
-import dev.settle.agent.turn.AgentLoop;
 import dev.settle.agent.turn.Turns;
-
 import dev.settle.testsupport.LocalMariaDb;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -53,15 +51,20 @@ class LockOrderTest {
 
                 Long turnId = raceWithRenewal(agent, leases, lease, () -> turns.begin(lease, 1, 1));
                 assertNotNull(turnId, "round " + round + ": the turn opened");
-                assertEquals(1, agent.count("SELECT COUNT(*) FROM chat_turn WHERE session_id = ? AND state = 'FAILED'", session),
+                assertEquals(
+                        1,
+                        agent.count(
+                                "SELECT COUNT(*) FROM chat_turn WHERE session_id = ? AND state = 'FAILED'", session),
                         "the dead holder's turn was closed");
 
                 stretch(agent, session);
-                Boolean discarded = raceWithRenewal(agent, leases, lease,
-                        () -> turns.discard(lease, turnId, "superseded", Turns.Spent.NONE));
+                Boolean discarded = raceWithRenewal(
+                        agent, leases, lease, () -> turns.discard(lease, turnId, "superseded", Turns.Spent.NONE));
                 assertTrue(discarded, "round " + round + ": the turn was discarded");
-                assertEquals(List.of("FAILED", "DISCARDED"), agent.jdbc.queryForList(
-                        "SELECT state FROM chat_turn WHERE session_id = ? ORDER BY id", String.class, session));
+                assertEquals(
+                        List.of("FAILED", "DISCARDED"),
+                        agent.jdbc.queryForList(
+                                "SELECT state FROM chat_turn WHERE session_id = ? ORDER BY id", String.class, session));
                 leases.release(lease);
             }
         }
@@ -69,14 +72,16 @@ class LockOrderTest {
 
     /** A long lease: the staging must not race the TTL on a loaded machine. */
     private static void stretch(TestAgent agent, long session) {
-        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id = ?", session);
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id = ?",
+                session);
     }
 
     /** Runs {@code action} queued behind a third transaction on the lease's row, with a renewal queued behind it. */
-    private static <T> T raceWithRenewal(TestAgent agent, SessionLease leases, SessionLease.Lease lease, Callable<T> action)
-            throws Exception {
+    private static <T> T raceWithRenewal(
+            TestAgent agent, SessionLease leases, SessionLease.Lease lease, Callable<T> action) throws Exception {
         try (Connection blocker = agent.jdbc.getDataSource().getConnection();
-             ExecutorService pool = Executors.newFixedThreadPool(2)) {
+                ExecutorService pool = Executors.newFixedThreadPool(2)) {
             blocker.setAutoCommit(false);
             try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
                 st.setLong(1, lease.sessionId());
@@ -95,10 +100,13 @@ class LockOrderTest {
 
     private static void awaitLockWaits(TestAgent agent, int n) {
         // INNODB_TRX is a cache, refreshed only after 100 ms without reads: polled every 200 ms
-        await(n + " transactions waiting for a lock").atMost(Duration.ofSeconds(30))
-                .pollInterval(Duration.ofMillis(200)).pollInSameThread()
+        await(n + " transactions waiting for a lock")
+                .atMost(Duration.ofSeconds(30))
+                .pollInterval(Duration.ofMillis(200))
+                .pollInSameThread()
                 .untilAsserted(() -> assertTrue(
-                        agent.count("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'") >= n,
+                        agent.count("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'")
+                                >= n,
                         () -> "fewer than " + n + " transactions waiting for a lock: "
                                 + agent.jdbc.queryForList("SELECT * FROM information_schema.INNODB_TRX")));
     }
@@ -107,7 +115,12 @@ class LockOrderTest {
         if (server.equals("embedded")) {
             return Map.of();
         }
-        return Map.of("spring.datasource.url", LocalMariaDb.newDatabaseOrSkip("LockOrderTest on MariaDB 10.11", "settle_lockorder_"),
-                "spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD);
+        return Map.of(
+                "spring.datasource.url",
+                LocalMariaDb.newDatabaseOrSkip("LockOrderTest on MariaDB 10.11", "settle_lockorder_"),
+                "spring.datasource.username",
+                LocalMariaDb.USER,
+                "spring.datasource.password",
+                LocalMariaDb.PASSWORD);
     }
 }

@@ -36,7 +36,12 @@ class MariaDb114ContainerAgentContractTest extends AgentContract {
 
     @Override
     Map<String, Object> database() {
-        return Map.of("spring.datasource.url", MARIADB.getJdbcUrl(), "spring.datasource.username", MARIADB.getUsername(),
-                "spring.datasource.password", MARIADB.getPassword());
+        return Map.of(
+                "spring.datasource.url",
+                MARIADB.getJdbcUrl(),
+                "spring.datasource.username",
+                MARIADB.getUsername(),
+                "spring.datasource.password",
+                MARIADB.getPassword());
     }
 }

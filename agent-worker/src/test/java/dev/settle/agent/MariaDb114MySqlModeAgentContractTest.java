@@ -14,15 +14,19 @@ class MariaDb114MySqlModeAgentContractTest extends AgentContract {
 
     @Override
     Map<String, Object> database() {
-        return Map.of("spring.datasource.url", SharedInfra.newDatabase("agent_mysqlmode"),
+        return Map.of(
+                "spring.datasource.url",
+                SharedInfra.newDatabase("agent_mysqlmode"),
                 "spring.datasource.hikari.connection-init-sql",
                 "SET time_zone = '+05:00', sql_mode = '" + MYSQL_84_SQL_MODE + "'");
     }
 
     @Override
     void stop() {
-        org.junit.jupiter.api.Assertions.assertEquals(MYSQL_84_SQL_MODE,
-                jdbc.queryForObject("SELECT @@session.sql_mode", String.class), "the suite really ran in MySQL's mode");
+        org.junit.jupiter.api.Assertions.assertEquals(
+                MYSQL_84_SQL_MODE,
+                jdbc.queryForObject("SELECT @@session.sql_mode", String.class),
+                "the suite really ran in MySQL's mode");
         super.stop();
     }
 }

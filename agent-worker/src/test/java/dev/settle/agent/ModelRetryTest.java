@@ -1,9 +1,7 @@
 package dev.settle.agent;
 
 import dev.settle.agent.turn.TurnOutcome;
-
 import dev.settle.agent.turn.TurnRunner;
-
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelRequest;
 import dev.settle.testsupport.ModelResponse;
@@ -35,8 +33,15 @@ class ModelRetryTest {
     @BeforeAll
     static void start() {
         model = ModelDouble.start();
-        agent = new TestAgent("modelretry", Map.of("settle.llm.url", model.baseUrl(), "settle.llm.max-attempts", "3",
-                "settle.llm.backoff", "100ms"));
+        agent = new TestAgent(
+                "modelretry",
+                Map.of(
+                        "settle.llm.url",
+                        model.baseUrl(),
+                        "settle.llm.max-attempts",
+                        "3",
+                        "settle.llm.backoff",
+                        "100ms"));
     }
 
     @AfterAll
@@ -64,13 +69,15 @@ class ModelRetryTest {
     }
 
     static List<String> turns(long session) {
-        return agent.jdbc.queryForList("SELECT CONCAT(state, ': ', COALESCE(reason, '')) FROM chat_turn WHERE session_id = ? ORDER BY id",
-                String.class, session);
+        return agent.jdbc.queryForList(
+                "SELECT CONCAT(state, ': ', COALESCE(reason, '')) FROM chat_turn WHERE session_id = ? ORDER BY id",
+                String.class,
+                session);
     }
 
     static List<String> replies(long session) {
-        return agent.jdbc.queryForList("SELECT text FROM chat_message WHERE session_id = ? AND role = 'assistant'",
-                String.class, session);
+        return agent.jdbc.queryForList(
+                "SELECT text FROM chat_message WHERE session_id = ? AND role = 'assistant'", String.class, session);
     }
 
     @ParameterizedTest
@@ -93,8 +100,12 @@ class ModelRetryTest {
     void a_429_is_retried_no_sooner_than_its_retry_after() {
         String marker = "limited-" + UUID.randomUUID();
         List<Long> arrivals = new CopyOnWriteArrayList<>();
-        long session = session(marker, n -> n == 1 ? ModelResponse.error(429, "slow down").retryAfter("1")
-                : ModelResponse.text("after the wait"), arrivals);
+        long session = session(
+                marker,
+                n -> n == 1
+                        ? ModelResponse.error(429, "slow down").retryAfter("1")
+                        : ModelResponse.text("after the wait"),
+                arrivals);
 
         assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
 
@@ -109,8 +120,10 @@ class ModelRetryTest {
     void a_503_is_retried_and_the_turn_commits_one_reply() {
         String marker = "unavailable-" + UUID.randomUUID();
         List<Long> arrivals = new CopyOnWriteArrayList<>();
-        long session = session(marker, n -> n == 1 ? ModelResponse.error(503, "overloaded")
-                : ModelResponse.text("second time lucky"), arrivals);
+        long session = session(
+                marker,
+                n -> n == 1 ? ModelResponse.error(503, "overloaded") : ModelResponse.text("second time lucky"),
+                arrivals);
 
         assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
 

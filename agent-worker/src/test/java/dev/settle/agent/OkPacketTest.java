@@ -1,7 +1,6 @@
 package dev.settle.agent;
 
 import dev.settle.agent.lease.SessionLease;
-
 import dev.settle.schema.OkPacket;
 import org.junit.jupiter.api.Test;
 
@@ -23,11 +22,18 @@ class OkPacketTest {
         try (TestAgent agent = new TestAgent("okpacket", Map.of())) {
             long session = agent.sessionWithMessages(1);
             agent.jdbc.update("UPDATE chat_session SET event_seq = 41 WHERE id = ?", session);
-            OkPacket.Reserved r = OkPacket.update(agent.jdbc,
-                    "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?", 3, session);
+            OkPacket.Reserved r = OkPacket.update(
+                    agent.jdbc,
+                    "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?",
+                    3,
+                    session);
             assertEquals(new OkPacket.Reserved(1, 44), r);
-            assertEquals(new OkPacket.Reserved(0, 0), OkPacket.update(agent.jdbc,
-                    "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?", -1L));
+            assertEquals(
+                    new OkPacket.Reserved(0, 0),
+                    OkPacket.update(
+                            agent.jdbc,
+                            "UPDATE chat_session SET event_seq = LAST_INSERT_ID(event_seq + 1) WHERE id = ?",
+                            -1L));
 
             SessionLease leases = agent.bean(SessionLease.class);
             for (int round = 1; round <= 3; round++) {

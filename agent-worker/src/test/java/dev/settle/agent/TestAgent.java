@@ -26,8 +26,8 @@ public final class TestAgent implements AutoCloseable {
         props.put("spring.datasource.hikari.maximum-pool-size", "40");
         props.put("settle.agent.orphan-scan", "false");
         props.putAll(extra);
-        context = AppLauncher.run(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), props,
-                c -> {
+        context =
+                AppLauncher.run(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), props, c -> {
                     for (Object bean : beans) {
                         c.getBeanFactory().registerSingleton(bean.getClass().getName(), bean);
                     }
@@ -56,7 +56,9 @@ public final class TestAgent implements AutoCloseable {
 
     /** What ingest does for one more message. */
     public void newMessage(long sessionId) {
-        jdbc.update("UPDATE chat_session SET version = version + 1, last_message_at = UTC_TIMESTAMP(6) WHERE id = ?", sessionId);
+        jdbc.update(
+                "UPDATE chat_session SET version = version + 1, last_message_at = UTC_TIMESTAMP(6) WHERE id = ?",
+                sessionId);
         long v = jdbc.queryForObject("SELECT version FROM chat_session WHERE id = ?", Long.class, sessionId);
         jdbc.update("""
                 INSERT INTO chat_message (message_uid, session_id, role, text, version, created_at)

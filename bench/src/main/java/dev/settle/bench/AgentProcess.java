@@ -16,8 +16,7 @@ import java.util.Map;
  * {@code HEAP <used bytes> <used after the last GC, bytes>}; stops when its standard input closes.
  */
 public final class AgentProcess {
-    private AgentProcess() {
-    }
+    private AgentProcess() {}
 
     public static void main(String[] args) throws Exception {
         Map<String, Object> props = new HashMap<>(AgentWorkerApplication.defaultProperties());
@@ -27,7 +26,10 @@ public final class AgentProcess {
             props.put(a.substring(0, eq), a.substring(eq + 1));
         }
         ConfigurableApplicationContext ctx = new SpringApplicationBuilder(AgentWorkerApplication.class)
-                .properties(props).registerShutdownHook(false).logStartupInfo(false).run();
+                .properties(props)
+                .registerShutdownHook(false)
+                .logStartupInfo(false)
+                .run();
         System.out.println("READY");
         System.out.flush();
         Thread reporter = Thread.ofPlatform().daemon().start(() -> {
@@ -37,7 +39,9 @@ public final class AgentProcess {
                 for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
                     if (pool.getType() == MemoryType.HEAP) {
                         used += pool.getUsage().getUsed();
-                        afterGc += pool.getCollectionUsage() == null ? 0 : pool.getCollectionUsage().getUsed();
+                        afterGc += pool.getCollectionUsage() == null
+                                ? 0
+                                : pool.getCollectionUsage().getUsed();
                     }
                 }
                 System.out.println("HEAP " + used + " " + afterGc);

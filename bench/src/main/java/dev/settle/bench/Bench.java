@@ -22,14 +22,38 @@ import java.util.Set;
 public final class Bench {
     private static final long STARTED = System.nanoTime();
 
-    record Options(boolean quick, Model.Latency latency, Path out, Path jfrDir, boolean profile, Set<String> only,
-                   Map<String, Object> extra,
-                   Duration warmup, int clients, Duration stage, double[] ladder, Duration ladderStage, int ingestSessions,
-                   int timers, int timedTimers, Duration timerPeriod,
-                   Duration window, Duration maxWait, int overheadSessions, double overheadRate,
-                   int burstsPerStrategy, int burstSize, long gapMinMs, long gapMaxMs, Duration burstSpread,
-                   int[] inflightLevels, Duration inflightHold, Duration inflightDrain, long inflightModelMs,
-                   String agentHeap, Duration inflightWarmup) {
+    record Options(
+            boolean quick,
+            Model.Latency latency,
+            Path out,
+            Path jfrDir,
+            boolean profile,
+            Set<String> only,
+            Map<String, Object> extra,
+            Duration warmup,
+            int clients,
+            Duration stage,
+            double[] ladder,
+            Duration ladderStage,
+            int ingestSessions,
+            int timers,
+            int timedTimers,
+            Duration timerPeriod,
+            Duration window,
+            Duration maxWait,
+            int overheadSessions,
+            double overheadRate,
+            int burstsPerStrategy,
+            int burstSize,
+            long gapMinMs,
+            long gapMaxMs,
+            Duration burstSpread,
+            int[] inflightLevels,
+            Duration inflightHold,
+            Duration inflightDrain,
+            long inflightModelMs,
+            String agentHeap,
+            Duration inflightWarmup) {
 
         boolean runs(String scenario) {
             return only.isEmpty() || only.contains(scenario);
@@ -53,8 +77,9 @@ public final class Bench {
                         String kv = args[++i];
                         extra.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
                     }
-                    default -> throw new IllegalArgumentException("unknown option " + args[i]
-                            + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V)");
+                    default ->
+                        throw new IllegalArgumentException("unknown option " + args[i]
+                                + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V)");
                 }
             }
             Path jfr = Path.of("bench", "target", "jfr");
@@ -62,20 +87,70 @@ public final class Bench {
             Duration maxWait = Duration.ofSeconds(10);
             Model.Latency l = Model.Latency.parse(latency);
             if (quick) {
-                return new Options(true, l, out, jfr, profile, only, extra,
-                        Duration.ofSeconds(6), 64, Duration.ofSeconds(5), new double[]{0.25, 0.5, 0.75, 1.0}, Duration.ofSeconds(2), 2000,
-                        100_000, 1000, Duration.ofSeconds(10),
-                        window, maxWait, 100, 10,
-                        25, 4, 300, 2000, Duration.ofSeconds(8),
-                        new int[]{500, 2000}, Duration.ofSeconds(6), Duration.ofSeconds(20), 5000, "512m",
+                return new Options(
+                        true,
+                        l,
+                        out,
+                        jfr,
+                        profile,
+                        only,
+                        extra,
+                        Duration.ofSeconds(6),
+                        64,
+                        Duration.ofSeconds(5),
+                        new double[] {0.25, 0.5, 0.75, 1.0},
+                        Duration.ofSeconds(2),
+                        2000,
+                        100_000,
+                        1000,
+                        Duration.ofSeconds(10),
+                        window,
+                        maxWait,
+                        100,
+                        10,
+                        25,
+                        4,
+                        300,
+                        2000,
+                        Duration.ofSeconds(8),
+                        new int[] {500, 2000},
+                        Duration.ofSeconds(6),
+                        Duration.ofSeconds(20),
+                        5000,
+                        "512m",
                         Duration.ofSeconds(4));
             }
-            return new Options(false, l, out, jfr, profile, only, extra,
-                    Duration.ofSeconds(20), 64, Duration.ofSeconds(15), new double[]{0.25, 0.5, 0.75, 1.0, 1.25}, Duration.ofSeconds(10), 10_000,
-                    100_000, 6000, Duration.ofSeconds(60),
-                    window, maxWait, 1200, 20,
-                    100, 4, 300, 2000, Duration.ofSeconds(30),
-                    new int[]{500, 750, 1000, 2000}, Duration.ofSeconds(15), Duration.ofSeconds(45), 5000, "512m",
+            return new Options(
+                    false,
+                    l,
+                    out,
+                    jfr,
+                    profile,
+                    only,
+                    extra,
+                    Duration.ofSeconds(20),
+                    64,
+                    Duration.ofSeconds(15),
+                    new double[] {0.25, 0.5, 0.75, 1.0, 1.25},
+                    Duration.ofSeconds(10),
+                    10_000,
+                    100_000,
+                    6000,
+                    Duration.ofSeconds(60),
+                    window,
+                    maxWait,
+                    1200,
+                    20,
+                    100,
+                    4,
+                    300,
+                    2000,
+                    Duration.ofSeconds(30),
+                    new int[] {500, 750, 1000, 2000},
+                    Duration.ofSeconds(15),
+                    Duration.ofSeconds(45),
+                    5000,
+                    "512m",
                     Duration.ofSeconds(12));
         }
     }
@@ -92,8 +167,7 @@ public final class Bench {
         InFlightBench.Result inflight;
     }
 
-    private Bench() {
-    }
+    private Bench() {}
 
     public static void main(String[] args) throws Exception {
         System.setProperty("java.awt.headless", "true");
@@ -103,7 +177,8 @@ public final class Bench {
         Run run = new Run();
         run.options = o;
         run.startedAt = Instant.now();
-        log((o.quick() ? "quick" : "full") + " run; model latency " + o.latency().describe() + "; load " + loadAverage());
+        log((o.quick() ? "quick" : "full") + " run; model latency "
+                + o.latency().describe() + "; load " + loadAverage());
         Path home = Files.createTempDirectory("settle-bench-");
         try (Infra infra = new Infra(home, o.extra())) {
             if (o.runs("ingest")) {
@@ -132,7 +207,10 @@ public final class Bench {
 
     static String loadAverage() {
         try {
-            return String.join(" ", Arrays.copyOf(Files.readString(Path.of("/proc/loadavg")).trim().split(" "), 3));
+            return String.join(
+                    " ",
+                    Arrays.copyOf(
+                            Files.readString(Path.of("/proc/loadavg")).trim().split(" "), 3));
         } catch (Exception e) {
             return "?";
         }

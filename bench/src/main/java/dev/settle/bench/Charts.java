@@ -28,8 +28,7 @@ final class Charts {
     static final double[] PERCENTILES = {50, 75, 90, 95, 99, 99.9, 100};
     private static final String[] LABELS = {"p50", "p75", "p90", "p95", "p99", "p99.9", "max"};
 
-    private Charts() {
-    }
+    private Charts() {}
 
     /** One curve per histogram: the latency (ms, log scale) at p50 … max. */
     static void percentiles(Path file, String title, String yLabel, Map<String, Histogram> series, Double goalMs)
@@ -44,8 +43,8 @@ final class Charts {
                 ds.addValue(Math.max(0.01, v), name, LABELS[i]);
             }
         });
-        JFreeChart chart = ChartFactory.createLineChart(title, "percentile", yLabel, ds, PlotOrientation.VERTICAL,
-                true, false, false);
+        JFreeChart chart = ChartFactory.createLineChart(
+                title, "percentile", yLabel, ds, PlotOrientation.VERTICAL, true, false, false);
         CategoryPlot plot = chart.getCategoryPlot();
         LogAxis axis = new LogAxis(yLabel);
         axis.setSmallestValue(0.01);
@@ -68,18 +67,25 @@ final class Charts {
     }
 
     /** XY lines; {@code markers} draws horizontal reference lines (name → y). */
-    static void xy(Path file, String title, String xLabel, String yLabel, Map<String, List<double[]>> series,
-                   Map<String, Double> markers) throws IOException {
+    static void xy(
+            Path file,
+            String title,
+            String xLabel,
+            String yLabel,
+            Map<String, List<double[]>> series,
+            Map<String, Double> markers)
+            throws IOException {
         XYSeriesCollection ds = new XYSeriesCollection();
         series.forEach((name, points) -> {
             XYSeries s = new XYSeries(name, false);
             points.forEach(p -> s.add(p[0], p[1]));
             ds.addSeries(s);
         });
-        JFreeChart chart = ChartFactory.createXYLineChart(title, xLabel, yLabel, ds, PlotOrientation.VERTICAL, true,
-                false, false);
+        JFreeChart chart =
+                ChartFactory.createXYLineChart(title, xLabel, yLabel, ds, PlotOrientation.VERTICAL, true, false, false);
         XYPlot plot = chart.getXYPlot();
-        XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, series.values().stream().allMatch(p -> p.size() < 30));
+        XYLineAndShapeRenderer r =
+                new XYLineAndShapeRenderer(true, series.values().stream().allMatch(p -> p.size() < 30));
         for (int i = 0; i < ds.getSeriesCount(); i++) {
             r.setSeriesStroke(i, new BasicStroke(2f));
         }

@@ -13,8 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * the clock the bench stamps its POSTs with).
  */
 final class Hooks implements AutoCloseable {
-    record Hook(String webhookId, String sid, long coversVersion, long receivedNanos, boolean signed, String type) {
-    }
+    record Hook(String webhookId, String sid, long coversVersion, long receivedNanos, boolean signed, String type) {}
 
     final WebhookReceiver receiver = WebhookReceiver.start();
     private final Map<String, ConcurrentLinkedQueue<Hook>> bySid = new ConcurrentHashMap<>();
@@ -27,7 +26,13 @@ final class Hooks implements AutoCloseable {
                 long covers = d.json().path("data").path("coversVersion").asLong();
                 boolean signed = d.webhookSignature() == null || WebhookReceiver.verify(Infra.WEBHOOK_SECRET, d);
                 bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>())
-                        .add(new Hook(d.webhookId(), sid, covers, now, signed, d.json().path("type").asString()));
+                        .add(new Hook(
+                                d.webhookId(),
+                                sid,
+                                covers,
+                                now,
+                                signed,
+                                d.json().path("type").asString()));
             }
             return WebhookReceiver.Answer.status(200);
         });
@@ -44,7 +49,10 @@ final class Hooks implements AutoCloseable {
 
     /** The first reply that covers {@code version}, or null. */
     Hook covering(String sid, long version) {
-        return of(sid).stream().filter(h -> h.coversVersion() >= version).findFirst().orElse(null);
+        return of(sid).stream()
+                .filter(h -> h.coversVersion() >= version)
+                .findFirst()
+                .orElse(null);
     }
 
     @Override

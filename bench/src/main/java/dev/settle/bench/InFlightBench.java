@@ -37,31 +37,43 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ol>
  */
 final class InFlightBench {
-    record Level(int target, double rate, int sessions, int replied, double statementsPerTurn, double meanRunning, int peakRunning,
-                 long peakHeapUsed, long peakHeapAfterGc, Histogram turn, Map<String, Histogram> stages,
-                 double agentCpuMs, double benchCpuMs, double dbCpuMs) {
-    }
+    record Level(
+            int target,
+            double rate,
+            int sessions,
+            int replied,
+            double statementsPerTurn,
+            double meanRunning,
+            int peakRunning,
+            long peakHeapUsed,
+            long peakHeapAfterGc,
+            Histogram turn,
+            Map<String, Histogram> stages,
+            double agentCpuMs,
+            double benchCpuMs,
+            double dbCpuMs) {}
 
     /** Where a turn's time goes, from SessionReady to webhook (database instants and the double's log). */
-    static final List<String> STAGES = List.of("SessionReady → turn started (consume, claim, history, begin)",
-            "turn started → model request (prompt)", "model request → model done (the model's latency)",
-            "model done → reply committed (stream, persist, commit)", "reply committed → webhook received (outbox, POST)");
+    static final List<String> STAGES = List.of(
+            "SessionReady → turn started (consume, claim, history, begin)",
+            "turn started → model request (prompt)",
+            "model request → model done (the model's latency)",
+            "model done → reply committed (stream, persist, commit)",
+            "reply committed → webhook received (outbox, POST)");
 
-    record Sample(double seconds, int running, double heapMb) {
-    }
+    record Sample(double seconds, int running, double heapMb) {}
 
-    record Result(List<Level> levels, List<Sample> samples, String heapLimit, Profiler.Profile profile, boolean oom) {
-    }
+    record Result(List<Level> levels, List<Sample> samples, String heapLimit, Profiler.Profile profile, boolean oom) {}
 
     private static final double WARMUP_RATE = 50;
 
-    private InFlightBench() {
-    }
+    private InFlightBench() {}
 
     static Result run(Infra infra, Bench.Options o) throws Exception {
         Model.Latency fixed = Model.Latency.parse("fixed:" + o.inflightModelMs());
-        try (Model model = new Model(fixed); Hooks hooks = new Hooks();
-             Infra.Scenario s = infra.new Scenario("inflight", Map.of())) {
+        try (Model model = new Model(fixed);
+                Hooks hooks = new Hooks();
+                Infra.Scenario s = infra.new Scenario("inflight", Map.of())) {
             List<String> cmd = new ArrayList<>();
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             cmd.add("-Xmx" + o.agentHeap());
@@ -128,9 +140,11 @@ final class InFlightBench {
                 JdbcTemplate sj = new JdbcTemplate(new DriverManagerDataSource(s.jdbcUrl, "root", ""));
                 while (!Thread.currentThread().isInterrupted()) {
                     try {
-                        Integer n = sj.queryForObject("SELECT COUNT(*) FROM chat_turn WHERE state = 'RUNNING'", Integer.class);
+                        Integer n = sj.queryForObject(
+                                "SELECT COUNT(*) FROM chat_turn WHERE state = 'RUNNING'", Integer.class);
                         running.set(n == null ? 0 : n);
-                        samples.add(new Sample((System.nanoTime() - t0) / 1e9, running.get(), heapUsed.get() / 1048576.0));
+                        samples.add(
+                                new Sample((System.nanoTime() - t0) / 1e9, running.get(), heapUsed.get() / 1048576.0));
                         Thread.sleep(250);
                     } catch (InterruptedException e) {
                         return;
@@ -146,8 +160,13 @@ final class InFlightBench {
                 long warmFirst = nextId;
                 nextId += warm;
                 Bench.log("in-flight: warm-up, " + warm + " turns at " + Math.round(WARMUP_RATE) + "/s (not measured)");
-                Load.paced(WARMUP_RATE, warm, i -> producer.send(new ProducerRecord<>(Topics.SESSION_READY,
-                        Long.toString(warmFirst + i), EventCodec.encode(new SessionReady(warmFirst + i, 1, "window", Instant.now())))));
+                Load.paced(
+                        WARMUP_RATE,
+                        warm,
+                        i -> producer.send(new ProducerRecord<>(
+                                Topics.SESSION_READY,
+                                Long.toString(warmFirst + i),
+                                EventCodec.encode(new SessionReady(warmFirst + i, 1, "window", Instant.now())))));
                 PipelineBench.await(o.inflightDrain(), () -> {
                     for (int i = 0; i < warm; i++) {
                         if (hooks.covering("inf-" + (warmFirst + i), 1) == null) {
@@ -186,7 +205,9 @@ final class InFlightBench {
                     Load.paced(rate, count, i -> {
                         long id = firstId + i;
                         published[(int) i] = System.nanoTime();
-                        producer.send(new ProducerRecord<>(Topics.SESSION_READY, Long.toString(id),
+                        producer.send(new ProducerRecord<>(
+                                Topics.SESSION_READY,
+                                Long.toString(id),
                                 EventCodec.encode(new SessionReady(id, 1, "window", Instant.now()))));
                     });
                     double steadyFrom = (levelStart - t0) / 1e9 + o.inflightModelMs() / 1000.0;
@@ -220,21 +241,41 @@ final class InFlightBench {
                         }
                     }
                     List<Sample> window = samples.subList(startSample, samples.size()).stream()
-                            .filter(x -> x.seconds() >= steadyFrom && x.seconds() <= steadyTo).toList();
-                    double mean = window.stream().mapToInt(Sample::running).average().orElse(0);
-                    int peakRunning = samples.subList(startSample, samples.size()).stream().mapToInt(Sample::running).max().orElse(0);
+                            .filter(x -> x.seconds() >= steadyFrom && x.seconds() <= steadyTo)
+                            .toList();
+                    double mean =
+                            window.stream().mapToInt(Sample::running).average().orElse(0);
+                    int peakRunning = samples.subList(startSample, samples.size()).stream()
+                            .mapToInt(Sample::running)
+                            .max()
+                            .orElse(0);
                     Map<String, Histogram> stages = stages(jdbc, model, hooks, firstId, count, published);
-                    Level level = new Level(target, rate, count, replied, statements / (double) Math.max(1, replied), mean, peakRunning, peak[0], peak[1], turn, stages,
-                            (cpu1[0] - cpu0[0]) * 1000 / count, (cpu1[1] - cpu0[1]) * 1000 / count, (cpu1[2] - cpu0[2]) * 1000 / count);
+                    Level level = new Level(
+                            target,
+                            rate,
+                            count,
+                            replied,
+                            statements / (double) Math.max(1, replied),
+                            mean,
+                            peakRunning,
+                            peak[0],
+                            peak[1],
+                            turn,
+                            stages,
+                            (cpu1[0] - cpu0[0]) * 1000 / count,
+                            (cpu1[1] - cpu0[1]) * 1000 / count,
+                            (cpu1[2] - cpu0[2]) * 1000 / count);
                     levels.add(level);
                     Bench.log("in-flight: level " + target + ": " + replied + "/" + count + " replied, mean running "
                             + Math.round(mean) + ", peak " + peakRunning + ", heap peak " + (peak[0] >> 20)
                             + " MB (after GC " + (peak[1] >> 20) + " MB), turn p50 "
-                            + IngestBench.fmt(Load.ms(turn, 50)) + " ms p99 " + IngestBench.fmt(Load.ms(turn, 99)) + " ms");
-                    Bench.log("in-flight:   CPU per turn: agent-worker " + IngestBench.fmt(level.agentCpuMs()) + " ms, bench JVM (model double, broker, receiver) "
-                            + IngestBench.fmt(level.benchCpuMs()) + " ms, MariaDB " + IngestBench.fmt(level.dbCpuMs()) + " ms");
-                    stages.forEach((name, h) -> Bench.log("in-flight:   " + name + ": p50 " + IngestBench.fmt(Load.ms(h, 50))
-                            + " ms, p99 " + IngestBench.fmt(Load.ms(h, 99)) + " ms"));
+                            + IngestBench.fmt(Load.ms(turn, 50)) + " ms p99 " + IngestBench.fmt(Load.ms(turn, 99))
+                            + " ms");
+                    Bench.log("in-flight:   CPU per turn: agent-worker " + IngestBench.fmt(level.agentCpuMs())
+                            + " ms, bench JVM (model double, broker, receiver) " + IngestBench.fmt(level.benchCpuMs())
+                            + " ms, MariaDB " + IngestBench.fmt(level.dbCpuMs()) + " ms");
+                    stages.forEach((name, h) -> Bench.log("in-flight:   " + name + ": p50 "
+                            + IngestBench.fmt(Load.ms(h, 50)) + " ms, p99 " + IngestBench.fmt(Load.ms(h, 99)) + " ms"));
                     Load.sleep(Duration.ofSeconds(1));
                 }
             } finally {
@@ -244,21 +285,28 @@ final class InFlightBench {
                     child.destroyForcibly();
                 }
             }
-            Profiler.Profile profile = o.profile() && jfr.toFile().exists() ? Profiler.summarize("agent-inflight", jfr) : null;
+            Profiler.Profile profile =
+                    o.profile() && jfr.toFile().exists() ? Profiler.summarize("agent-inflight", jfr) : null;
             return new Result(levels, new ArrayList<>(samples), o.agentHeap(), profile, oom[0]);
         }
     }
 
-    private static Map<String, Histogram> stages(JdbcTemplate jdbc, Model model, Hooks hooks, long firstId, int count, long[] published) {
+    private static Map<String, Histogram> stages(
+            JdbcTemplate jdbc, Model model, Hooks hooks, long firstId, int count, long[] published) {
         long offset = System.nanoTime() - PipelineBench.toNanos(Instant.now());
         Map<Long, long[]> rows = new java.util.HashMap<>();
-        jdbc.query("""
+        jdbc.query(
+                """
                 SELECT t.session_id, t.started_at, t.ended_at FROM chat_turn t
-                 WHERE t.session_id BETWEEN ? AND ? AND t.state = 'COMMITTED'""", rs -> {
-            rows.put(rs.getLong(1), new long[]{
-                    offset + PipelineBench.toNanos(dev.settle.schema.DbTime.instant(rs, "started_at")),
-                    offset + PipelineBench.toNanos(dev.settle.schema.DbTime.instant(rs, "ended_at"))});
-        }, firstId, firstId + count - 1);
+                 WHERE t.session_id BETWEEN ? AND ? AND t.state = 'COMMITTED'""",
+                rs -> {
+                    rows.put(rs.getLong(1), new long[] {
+                        offset + PipelineBench.toNanos(dev.settle.schema.DbTime.instant(rs, "started_at")),
+                        offset + PipelineBench.toNanos(dev.settle.schema.DbTime.instant(rs, "ended_at"))
+                    });
+                },
+                firstId,
+                firstId + count - 1);
         Map<String, Histogram> stages = new java.util.LinkedHashMap<>();
         STAGES.forEach(name -> stages.put(name, Load.micros()));
         List<Histogram> st = new ArrayList<>(stages.values());
@@ -287,8 +335,8 @@ final class InFlightBench {
         List<Object[]> messages = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             long id = firstId + i;
-            sessions.add(new Object[]{id, "inf-" + id, now, now, now});
-            messages.add(new Object[]{"msg_inf_" + id, id, "sid=inf-" + id + " lunch 35", now});
+            sessions.add(new Object[] {id, "inf-" + id, now, now, now});
+            messages.add(new Object[] {"msg_inf_" + id, id, "sid=inf-" + id + " lunch 35", now});
         }
         for (int from = 0; from < count; from += 2000) {
             int to = Math.min(count, from + 2000);

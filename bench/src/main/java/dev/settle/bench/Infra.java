@@ -2,10 +2,10 @@ package dev.settle.bench;
 
 import dev.settle.agent.AgentWorkerApplication;
 import dev.settle.debounce.DebounceWorkerApplication;
-import dev.settle.ingest.IngestApiApplication;
 import dev.settle.embedded.AppLauncher;
 import dev.settle.embedded.EmbeddedKafka;
 import dev.settle.embedded.EmbeddedMariaDb;
+import dev.settle.ingest.IngestApiApplication;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import java.io.IOException;
@@ -68,7 +68,9 @@ final class Infra implements AutoCloseable {
         }
 
         ConfigurableApplicationContext ingest() {
-            return apps.start(IngestApiApplication.class, IngestApiApplication.defaultProperties(),
+            return apps.start(
+                    IngestApiApplication.class,
+                    IngestApiApplication.defaultProperties(),
                     Map.of("server.port", "0", "management.server.port", "0"));
         }
 
@@ -94,8 +96,10 @@ final class Infra implements AutoCloseable {
 
     /** CPU seconds (user + system) the MariaDB server process has used so far; -1 if unknown. */
     double dbCpuSeconds() {
-        return EmbeddedMariaDb.serversOn(home.resolve("mariadb")).stream().findFirst()
-                .map(p -> cpuSeconds(p.pid())).orElse(-1.0);
+        return EmbeddedMariaDb.serversOn(home.resolve("mariadb")).stream()
+                .findFirst()
+                .map(p -> cpuSeconds(p.pid()))
+                .orElse(-1.0);
     }
 
     static double cpuSeconds(long pid) {

@@ -36,19 +36,27 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ol>
  */
 final class IngestBench {
-    record Step(double offered, Load.Result result) {
-    }
+    record Step(double offered, Load.Result result) {}
 
-    record Result(Map<String, Double> lockWaits, double statementsPerAccept, double statementsPerRaw, Load.Result saturation, Load.Result raw, double kafkaRate, double kafkaAckedP50Ms, List<Step> ladder,
-                  Step half, Cpu satCpu, Cpu rawCpu, Profiler.Profile profile, Profiler.Profile rawProfile) {
-    }
+    record Result(
+            Map<String, Double> lockWaits,
+            double statementsPerAccept,
+            double statementsPerRaw,
+            Load.Result saturation,
+            Load.Result raw,
+            double kafkaRate,
+            double kafkaAckedP50Ms,
+            List<Step> ladder,
+            Step half,
+            Cpu satCpu,
+            Cpu rawCpu,
+            Profiler.Profile profile,
+            Profiler.Profile rawProfile) {}
 
     /** Cores used during a stage: this JVM and the MariaDB server. */
-    record Cpu(double jvmCores, double dbCores) {
-    }
+    record Cpu(double jvmCores, double dbCores) {}
 
-    private IngestBench() {
-    }
+    private IngestBench() {}
 
     static Result run(Infra infra, Bench.Options o) throws Exception {
         try (Infra.Scenario s = infra.new Scenario("ingest", Map.of())) {
@@ -60,13 +68,14 @@ final class IngestBench {
             Bench.log("ingest: creating " + sessions + " sessions");
             List<Object[]> rows = new ArrayList<>();
             for (int i = 0; i < sessions; i++) {
-                rows.add(new Object[]{"ing-" + i});
+                rows.add(new Object[] {"ing-" + i});
             }
             jdbc.batchUpdate("""
                     INSERT INTO chat_session (tenant_id, external_id, version, created_at)
                     VALUES ('default', ?, 0, UTC_TIMESTAMP(6))""", rows);
 
-            Bench.log("ingest: saturation, " + o.clients() + " clients, " + o.stage().toSeconds() + " s");
+            Bench.log("ingest: saturation, " + o.clients() + " clients, "
+                    + o.stage().toSeconds() + " s");
             Map<Integer, AtomicLong> statuses = new ConcurrentHashMap<>();
             Load.Op accept = (c, i) -> {
                 int sid = ThreadLocalRandom.current().nextInt(sessions);
@@ -78,11 +87,12 @@ final class IngestBench {
             var rec = o.profile() ? Profiler.start("ingest-saturation") : null;
             double[] cpu0 = cpu(infra);
             long q0 = Infra.questions(jdbc);
-            LockWaits waits = new LockWaits(new JdbcTemplate(new org.springframework.jdbc.datasource.DriverManagerDataSource(s.jdbcUrl, "root", "")));
+            LockWaits waits = new LockWaits(new JdbcTemplate(
+                    new org.springframework.jdbc.datasource.DriverManagerDataSource(s.jdbcUrl, "root", "")));
             Load.Result saturation = Load.closedLoop(o.clients(), Duration.ofSeconds(1), o.stage(), accept);
             waits.close();
-            Bench.log("ingest: lock waits per sample " + waits.perSample() + "; statuses " + statuses
-                    + "; failed " + saturation.failed());
+            Bench.log("ingest: lock waits per sample " + waits.perSample() + "; statuses " + statuses + "; failed "
+                    + saturation.failed());
             Cpu satCpu = cpu(infra, cpu0);
             double perAccept = (Infra.questions(jdbc) - q0 - 1) / (double) saturation.total();
             Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
@@ -91,16 +101,19 @@ final class IngestBench {
 
             Bench.log("ingest: raw transaction limit on the same pool");
             Map<Integer, Long> ids = new ConcurrentHashMap<>();
-            for (Map<String, Object> row : jdbc.queryForList(
-                    "SELECT id, external_id FROM chat_session WHERE external_id LIKE 'ing-%'")) {
-                ids.put(Integer.parseInt(((String) row.get("external_id")).substring(4)), ((Number) row.get("id")).longValue());
+            for (Map<String, Object> row :
+                    jdbc.queryForList("SELECT id, external_id FROM chat_session WHERE external_id LIKE 'ing-%'")) {
+                ids.put(
+                        Integer.parseInt(((String) row.get("external_id")).substring(4)),
+                        ((Number) row.get("id")).longValue());
             }
             Load.Op raw = (c, i) -> {
                 int sid = ThreadLocalRandom.current().nextInt(sessions);
                 Long id = ids.get(sid);
                 tx.executeWithoutResult(st -> {
                     jdbc.update(RAW_UPDATE, id);
-                    jdbc.update(RAW_INSERT, "msg_" + UUID.randomUUID(), id, "sid=ing-" + sid + " lunch 35 and coffee 12");
+                    jdbc.update(
+                            RAW_INSERT, "msg_" + UUID.randomUUID(), id, "sid=ing-" + sid + " lunch 35 and coffee 12");
                 });
                 return true;
             };
@@ -131,7 +144,20 @@ final class IngestBench {
                 Bench.log("ingest: offered " + Math.round(rate) + "/s → " + Math.round(r.rate()) + "/s, p50 "
                         + fmt(Load.ms(r.latency(), 50)) + " ms, p99 " + fmt(Load.ms(r.latency(), 99)) + " ms");
             }
-            return new Result(waits.perSample(), perAccept, perRaw, saturation, rawResult, kafka[0], kafka[1], ladder, half, satCpu, rawCpu, profile, rawProfile);
+            return new Result(
+                    waits.perSample(),
+                    perAccept,
+                    perRaw,
+                    saturation,
+                    rawResult,
+                    kafka[0],
+                    kafka[1],
+                    ladder,
+                    half,
+                    satCpu,
+                    rawCpu,
+                    profile,
+                    rawProfile);
         }
     }
 
@@ -157,7 +183,8 @@ final class IngestBench {
                 + "\",\"oldestUnansweredAt\":\"" + Instant.now() + "\"}";
         Histogram acks = Load.micros();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
-            producer.send(new ProducerRecord<>(Topics.MESSAGE_ACCEPTED, "warm", value)).get();
+            producer.send(new ProducerRecord<>(Topics.MESSAGE_ACCEPTED, "warm", value))
+                    .get();
             Semaphore window = new Semaphore(10_000);
             AtomicLong acked = new AtomicLong();
             long start = System.nanoTime();
@@ -166,26 +193,27 @@ final class IngestBench {
             while (System.nanoTime() < end) {
                 window.acquire();
                 long t0 = System.nanoTime();
-                producer.send(new ProducerRecord<>(Topics.MESSAGE_ACCEPTED, Long.toString(i++ % 10_000), value), (md, e) -> {
-                    window.release();
-                    if (e == null) {
-                        acked.incrementAndGet();
-                        synchronized (acks) {
-                            Load.record(acks, (System.nanoTime() - t0) / 1000);
-                        }
-                    }
-                });
+                producer.send(
+                        new ProducerRecord<>(Topics.MESSAGE_ACCEPTED, Long.toString(i++ % 10_000), value), (md, e) -> {
+                            window.release();
+                            if (e == null) {
+                                acked.incrementAndGet();
+                                synchronized (acks) {
+                                    Load.record(acks, (System.nanoTime() - t0) / 1000);
+                                }
+                            }
+                        });
             }
             producer.flush();
             double seconds = (System.nanoTime() - start) / 1e9;
-            return new double[]{acked.get() / seconds, Load.ms(acks, 50)};
+            return new double[] {acked.get() / seconds, Load.ms(acks, 50)};
         } catch (java.util.concurrent.ExecutionException e) {
             throw new IllegalStateException(e);
         }
     }
 
     static double[] cpu(Infra infra) {
-        return new double[]{System.nanoTime(), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
+        return new double[] {System.nanoTime(), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
     }
 
     static Cpu cpu(Infra infra, double[] before) {

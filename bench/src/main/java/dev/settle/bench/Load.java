@@ -17,11 +17,12 @@ import java.util.function.LongConsumer;
 
 /** The client side of the bench: HTTP posts to ingest-api, closed- and open-loop drivers, histograms. */
 final class Load {
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
+    private static final HttpClient HTTP = HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5))
+            .build();
 
-    private Load() {
-    }
+    private Load() {}
 
     /** A histogram of microseconds from 1 µs to 10 min, 3 significant digits. */
     static Histogram micros() {
@@ -50,7 +51,8 @@ final class Load {
                 .header("Authorization", "Bearer " + Infra.API_KEY)
                 .header("Content-Type", "application/json")
                 .timeout(Duration.ofSeconds(30))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"text\":\"" + text + "\"}")).build();
+                .POST(HttpRequest.BodyPublishers.ofString("{\"text\":\"" + text + "\"}"))
+                .build();
         try {
             return HTTP.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
         } catch (java.io.IOException e) {
@@ -63,8 +65,10 @@ final class Load {
 
     static int put(String base, String path, String json) {
         HttpRequest request = HttpRequest.newBuilder(URI.create(base + path))
-                .header("Authorization", "Bearer " + Infra.API_KEY).header("Content-Type", "application/json")
-                .PUT(HttpRequest.BodyPublishers.ofString(json)).build();
+                .header("Authorization", "Bearer " + Infra.API_KEY)
+                .header("Content-Type", "application/json")
+                .PUT(HttpRequest.BodyPublishers.ofString(json))
+                .build();
         try {
             return HTTP.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
         } catch (Exception e) {
@@ -116,7 +120,8 @@ final class Load {
                 });
             }
         }
-        return new Result(ok.get(), failed.get(), duration.toNanos() / 1e9, recorder.getIntervalHistogram(), total.get());
+        return new Result(
+                ok.get(), failed.get(), duration.toNanos() / 1e9, recorder.getIntervalHistogram(), total.get());
     }
 
     /**

@@ -32,8 +32,8 @@ final class LockWaits implements AutoCloseable {
             while (!Thread.currentThread().isInterrupted()) {
                 try {
                     jdbc.query(WAITS, rs -> {
-                        String key = rs.getString("waiting") + " ⟵ " + rs.getString("blocking") + " [" + rs.getString("lock_index")
-                                + ", " + rs.getString("lock_mode") + "]";
+                        String key = rs.getString("waiting") + " ⟵ " + rs.getString("blocking") + " ["
+                                + rs.getString("lock_index") + ", " + rs.getString("lock_mode") + "]";
                         counts.computeIfAbsent(key, k -> new AtomicLong()).incrementAndGet();
                     });
                     samples.incrementAndGet();
@@ -41,7 +41,9 @@ final class LockWaits implements AutoCloseable {
                 } catch (InterruptedException e) {
                     return;
                 } catch (RuntimeException e) {
-                    counts.computeIfAbsent("(sampling failed: " + e.getClass().getSimpleName() + ")", k -> new AtomicLong()).incrementAndGet();
+                    counts.computeIfAbsent(
+                                    "(sampling failed: " + e.getClass().getSimpleName() + ")", k -> new AtomicLong())
+                            .incrementAndGet();
                     return;
                 }
             }
@@ -52,7 +54,9 @@ final class LockWaits implements AutoCloseable {
     Map<String, Double> perSample() {
         Map<String, Double> result = new LinkedHashMap<>();
         long n = Math.max(1, samples.get());
-        counts.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue().get(), a.getValue().get())).limit(6)
+        counts.entrySet().stream()
+                .sorted((a, b) -> Long.compare(b.getValue().get(), a.getValue().get()))
+                .limit(6)
                 .forEach(e -> result.put(e.getKey(), e.getValue().get() / (double) n));
         return result;
     }

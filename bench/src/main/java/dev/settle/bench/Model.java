@@ -28,7 +28,9 @@ final class Model implements AutoCloseable {
             return switch (p[0]) {
                 case "uniform" -> new Latency(spec, Long.parseLong(p[1]), Long.parseLong(p[2]));
                 case "fixed" -> new Latency(spec, Long.parseLong(p[1]), Long.parseLong(p[1]));
-                default -> throw new IllegalArgumentException("latency must be uniform:MIN_MS:MAX_MS or fixed:MS, was " + spec);
+                default ->
+                    throw new IllegalArgumentException(
+                            "latency must be uniform:MIN_MS:MAX_MS or fixed:MS, was " + spec);
             };
         }
 
@@ -42,8 +44,7 @@ final class Model implements AutoCloseable {
     }
 
     /** One model call. */
-    record Call(String sid, long arrivedNanos, long latencyMs, int promptTokens, int completionTokens) {
-    }
+    record Call(String sid, long arrivedNanos, long latencyMs, int promptTokens, int completionTokens) {}
 
     final ModelDouble dbl = ModelDouble.start();
     private volatile Latency latency;
@@ -69,7 +70,9 @@ final class Model implements AutoCloseable {
         String user = request.allUserTextSinceLastAssistant();
         Matcher m = SID.matcher(request.body());
         String sid = m.find() ? m.group(1) : "?";
-        int promptChars = request.messages().stream().mapToInt(x -> x.content() == null ? 0 : x.content().length()).sum();
+        int promptChars = request.messages().stream()
+                .mapToInt(x -> x.content() == null ? 0 : x.content().length())
+                .sum();
         String text = "Noted, " + sid + ": " + (user.length() > 200 ? user.substring(user.length() - 200) : user)
                 + " — all booked, nothing else to do.";
         int prompt = Math.max(1, promptChars / 4);
@@ -77,7 +80,10 @@ final class Model implements AutoCloseable {
         Call call = new Call(sid, now, delay, prompt, completion);
         calls.add(call);
         bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>()).add(call);
-        return ModelResponse.text(text).delay(Duration.ofMillis(delay)).chunkSize(16).usage(prompt, completion);
+        return ModelResponse.text(text)
+                .delay(Duration.ofMillis(delay))
+                .chunkSize(16)
+                .usage(prompt, completion);
     }
 
     List<Call> callsOf(String sid) {

@@ -47,7 +47,8 @@ final class NaiveBaseline implements AutoCloseable {
     private final TransactionTemplate tx;
     private final String modelUrl;
     private final String webhookUrl;
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     private final ExecutorService workers = Executors.newVirtualThreadPerTaskExecutor();
     final AtomicLong tokens = new AtomicLong();
     final Map<String, AtomicLong> tokensBySid = new ConcurrentHashMap<>();
@@ -78,7 +79,8 @@ final class NaiveBaseline implements AutoCloseable {
                     lock.executeQuery().close();
                 }
                 List<Map<String, Object>> read = new ArrayList<>();
-                try (var q = c.prepareStatement("SELECT version, text FROM naive_message WHERE session_id = ? ORDER BY version")) {
+                try (var q = c.prepareStatement(
+                        "SELECT version, text FROM naive_message WHERE session_id = ? ORDER BY version")) {
                     q.setString(1, sid);
                     try (var rs = q.executeQuery()) {
                         while (rs.next()) {
@@ -92,14 +94,19 @@ final class NaiveBaseline implements AutoCloseable {
                 }
                 return read;
             });
-            long covers = rows.stream().mapToLong(r -> (Long) r.get("version")).max().orElse(0);
+            long covers =
+                    rows.stream().mapToLong(r -> (Long) r.get("version")).max().orElse(0);
             List<Map<String, Object>> messages = new ArrayList<>();
             messages.add(Map.of("role", "system", "content", "You are a bookkeeping assistant."));
             rows.forEach(r -> messages.add(Map.of("role", "user", "content", r.get("text"))));
             String body = JSON.writeValueAsString(Map.of("model", "bench", "messages", messages));
-            HttpResponse<String> answer = http.send(HttpRequest.newBuilder(URI.create(modelUrl + "/chat/completions"))
-                    .header("Content-Type", "application/json").timeout(Duration.ofSeconds(60))
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> answer = http.send(
+                    HttpRequest.newBuilder(URI.create(modelUrl + "/chat/completions"))
+                            .header("Content-Type", "application/json")
+                            .timeout(Duration.ofSeconds(60))
+                            .POST(HttpRequest.BodyPublishers.ofString(body))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             JsonNode json = JSON.readTree(answer.body());
             long used = json.path("usage").path("total_tokens").asLong();
             tokens.addAndGet(used);
@@ -107,11 +114,17 @@ final class NaiveBaseline implements AutoCloseable {
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("sessionId", sid);
             data.put("coversVersion", covers);
-            data.put("text", json.path("choices").path(0).path("message").path("content").asString());
+            data.put(
+                    "text",
+                    json.path("choices").path(0).path("message").path("content").asString());
             String hook = JSON.writeValueAsString(Map.of("type", "reply.created", "data", data));
-            http.send(HttpRequest.newBuilder(URI.create(webhookUrl)).header("Content-Type", "application/json")
-                    .header("webhook-id", "naive_" + UUID.randomUUID())
-                    .POST(HttpRequest.BodyPublishers.ofString(hook)).build(), HttpResponse.BodyHandlers.discarding());
+            http.send(
+                    HttpRequest.newBuilder(URI.create(webhookUrl))
+                            .header("Content-Type", "application/json")
+                            .header("webhook-id", "naive_" + UUID.randomUUID())
+                            .POST(HttpRequest.BodyPublishers.ofString(hook))
+                            .build(),
+                    HttpResponse.BodyHandlers.discarding());
         } catch (Exception e) {
             System.err.println("[bench] naive baseline failed for " + sid + ": " + e);
         }

@@ -30,18 +30,35 @@ import java.util.function.BooleanSupplier;
  * infrastructure.
  */
 final class PipelineBench {
-    record Overhead(double statementsPerReply, int sessions, int replied, int multiCall, double rate, Histogram reply, Histogram overhead,
-                    Map<String, Histogram> stages, Profiler.Profile profile, IngestBench.Cpu cpu) {
-    }
+    record Overhead(
+            double statementsPerReply,
+            int sessions,
+            int replied,
+            int multiCall,
+            double rate,
+            Histogram reply,
+            Histogram overhead,
+            Map<String, Histogram> stages,
+            Profiler.Profile profile,
+            IngestBench.Cpu cpu) {}
 
-    record Strategy(String name, int bursts, int messages, int unanswered, double repliesPerBurst, double stalePerBurst,
-                    double dupPerBurst, double rejectedPerBurst, double callsPerBurst, double tokensPerBurst,
-                    double discardedTokensPerBurst, double discardedShare, Histogram finalAnswer,
-                    Histogram interrupt) {
-    }
+    record Strategy(
+            String name,
+            int bursts,
+            int messages,
+            int unanswered,
+            double repliesPerBurst,
+            double stalePerBurst,
+            double dupPerBurst,
+            double rejectedPerBurst,
+            double callsPerBurst,
+            double tokensPerBurst,
+            double discardedTokensPerBurst,
+            double discardedShare,
+            Histogram finalAnswer,
+            Histogram interrupt) {}
 
-    record Result(Overhead overhead, List<Strategy> strategies, Profiler.Profile strategyProfile) {
-    }
+    record Result(Overhead overhead, List<Strategy> strategies, Profiler.Profile strategyProfile) {}
 
     private record Burst(String sid, String strategy, long[] sent, long[] accepted, int[] status) {
         int acceptedCount() {
@@ -53,11 +70,11 @@ final class PipelineBench {
         }
     }
 
-    private PipelineBench() {
-    }
+    private PipelineBench() {}
 
     static Result run(Infra infra, Bench.Options o) throws Exception {
-        try (Model model = new Model(o.latency()); Hooks hooks = new Hooks()) {
+        try (Model model = new Model(o.latency());
+                Hooks hooks = new Hooks()) {
             Map<String, Object> settings = new LinkedHashMap<>();
             settings.put("settle.llm.url", model.baseUrl());
             settings.put("settle.llm.timeout", "60s");
@@ -72,18 +89,20 @@ final class PipelineBench {
                 JdbcTemplate jdbc = ingest.getBean(JdbcTemplate.class);
                 Overhead overhead = overhead(infra, o, base, jdbc, model, hooks);
                 var rec = o.profile() ? Profiler.start("strategies") : null;
-                List<Strategy> strategies = strategies(o, base, jdbc, ingest.getBean(TransactionTemplate.class), model, hooks);
+                List<Strategy> strategies =
+                        strategies(o, base, jdbc, ingest.getBean(TransactionTemplate.class), model, hooks);
                 Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
                 return new Result(overhead, strategies, profile);
             }
         }
     }
 
-    private static Overhead overhead(Infra infra, Bench.Options o, String base, JdbcTemplate jdbc, Model model,
-                                     Hooks hooks) throws Exception {
+    private static Overhead overhead(
+            Infra infra, Bench.Options o, String base, JdbcTemplate jdbc, Model model, Hooks hooks) throws Exception {
         int n = o.overheadSessions();
         double rate = o.overheadRate();
-        Bench.log("pipeline: overhead, " + n + " single-message sessions at " + rate + "/s, model " + o.latency().describe());
+        Bench.log("pipeline: overhead, " + n + " single-message sessions at " + rate + "/s, model "
+                + o.latency().describe());
         long[] sent = new long[n];
         var rec = o.profile() ? Profiler.start("pipeline") : null;
         double[] cpu0 = IngestBench.cpu(infra);
@@ -108,22 +127,30 @@ final class PipelineBench {
         // database instants → this JVM's nanoTime (same machine clock; the offset is taken once)
         long offset = System.nanoTime() - toNanos(Instant.now());
         Map<String, Row> rows = new LinkedHashMap<>();
-        jdbc.query("""
+        jdbc.query(
+                """
                 SELECT s.external_id, m.created_at AS accepted, t.started_at, t.ended_at, d.delivered_at
                   FROM chat_session s
                   JOIN chat_message m ON m.session_id = s.id AND m.version = 1
                   JOIN chat_turn t ON t.session_id = s.id AND t.state = 'COMMITTED'
                   LEFT JOIN webhook_delivery d ON d.session_id = s.id
-                 WHERE s.external_id LIKE 'ovh-%'""", rs -> {
-            rows.put(rs.getString(1), new Row(offset + toNanos(dev.settle.schema.DbTime.instant(rs, "accepted")),
-                    offset + toNanos(dev.settle.schema.DbTime.instant(rs, "started_at")),
-                    offset + toNanos(dev.settle.schema.DbTime.instant(rs, "ended_at"))));
-        });
+                 WHERE s.external_id LIKE 'ovh-%'""",
+                rs -> {
+                    rows.put(
+                            rs.getString(1),
+                            new Row(
+                                    offset + toNanos(dev.settle.schema.DbTime.instant(rs, "accepted")),
+                                    offset + toNanos(dev.settle.schema.DbTime.instant(rs, "started_at")),
+                                    offset + toNanos(dev.settle.schema.DbTime.instant(rs, "ended_at"))));
+                });
         Histogram reply = Load.micros();
         Histogram over = Load.micros();
         Map<String, Histogram> stages = new LinkedHashMap<>();
-        for (String st : List.of("POST → committed (ingest)", "committed → turn started, beyond the window (timer, Kafka, claim)",
-                "turn started → model request (prompt)", "model done → reply committed (stream, persist, commit)",
+        for (String st : List.of(
+                "POST → committed (ingest)",
+                "committed → turn started, beyond the window (timer, Kafka, claim)",
+                "turn started → model request (prompt)",
+                "model done → reply committed (stream, persist, commit)",
                 "reply committed → webhook received (outbox, POST)")) {
             stages.put(st, Load.micros());
         }
@@ -160,18 +187,19 @@ final class PipelineBench {
         }
         Bench.log("pipeline: " + replied + "/" + n + " replied; overhead p50 " + IngestBench.fmt(Load.ms(over, 50))
                 + " ms, p99 " + IngestBench.fmt(Load.ms(over, 99)) + " ms");
-        return new Overhead(statements / (double) Math.max(1, replied), n, replied, multi, rate, reply, over, stages, profile, cpu);
+        return new Overhead(
+                statements / (double) Math.max(1, replied), n, replied, multi, rate, reply, over, stages, profile, cpu);
     }
 
-    private record Row(long accepted, long started, long ended) {
-    }
+    private record Row(long accepted, long started, long ended) {}
 
     static long toNanos(Instant i) {
         return i.getEpochSecond() * 1_000_000_000L + i.getNano();
     }
 
-    private static List<Strategy> strategies(Bench.Options o, String base, JdbcTemplate jdbc, TransactionTemplate tx,
-                                             Model model, Hooks hooks) throws Exception {
+    private static List<Strategy> strategies(
+            Bench.Options o, String base, JdbcTemplate jdbc, TransactionTemplate tx, Model model, Hooks hooks)
+            throws Exception {
         List<String> names = List.of("merge", "enqueue", "reject", "naive");
         int per = o.burstsPerStrategy();
         Bench.log("strategies: " + per + " fast-typist bursts each for " + names + ", " + o.burstSize()
@@ -195,7 +223,8 @@ final class PipelineBench {
                     if (!name.equals("naive")) {
                         Load.put(base, "/v1/sessions/" + sid, "{\"policy\":\"" + name + "\"}");
                     }
-                    bursts.add(new Burst(sid, name, new long[o.burstSize()], new long[o.burstSize()], new int[o.burstSize()]));
+                    bursts.add(new Burst(
+                            sid, name, new long[o.burstSize()], new long[o.burstSize()], new int[o.burstSize()]));
                 }
             }
             long start = System.nanoTime() + 500_000_000L;
@@ -207,13 +236,22 @@ final class PipelineBench {
                 }
             }
             Bench.log("strategies: all messages sent; waiting for final answers");
-            await(Duration.ofSeconds(60), () -> bursts.stream().allMatch(b -> hooks.covering(b.sid(),
-                    b.strategy().equals("naive") ? b.sent().length : b.acceptedCount()) != null));
+            await(
+                    Duration.ofSeconds(60),
+                    () -> bursts.stream()
+                            .allMatch(b -> hooks.covering(
+                                            b.sid(), b.strategy().equals("naive") ? b.sent().length : b.acceptedCount())
+                                    != null));
             Load.sleep(Duration.ofSeconds(3)); // late replies (duplicates) still count
             List<Strategy> result = new ArrayList<>();
             for (String name : names) {
-                result.add(summarize(name, bursts.stream().filter(b -> b.strategy().equals(name)).toList(), jdbc, model,
-                        hooks, naive));
+                result.add(summarize(
+                        name,
+                        bursts.stream().filter(b -> b.strategy().equals(name)).toList(),
+                        jdbc,
+                        model,
+                        hooks,
+                        naive));
             }
             return result;
         }
@@ -242,8 +280,8 @@ final class PipelineBench {
         }
     }
 
-    private static Strategy summarize(String name, List<Burst> bursts, JdbcTemplate jdbc, Model model, Hooks hooks,
-                                      NaiveBaseline naive) {
+    private static Strategy summarize(
+            String name, List<Burst> bursts, JdbcTemplate jdbc, Model model, Hooks hooks, NaiveBaseline naive) {
         Histogram finalAnswer = Load.micros();
         long replies = 0;
         long stale = 0;
@@ -264,7 +302,8 @@ final class PipelineBench {
                 }
             }
             List<Hooks.Hook> hs = new ArrayList<>(hooks.of(b.sid()).stream()
-                    .collect(java.util.stream.Collectors.toMap(Hooks.Hook::webhookId, h -> h, (x, y) -> x, LinkedHashMap::new))
+                    .collect(java.util.stream.Collectors.toMap(
+                            Hooks.Hook::webhookId, h -> h, (x, y) -> x, LinkedHashMap::new))
                     .values());
             hs.sort(Comparator.comparingLong(Hooks.Hook::receivedNanos));
             long covered = 0;
@@ -279,7 +318,10 @@ final class PipelineBench {
                 covered = Math.max(covered, h.coversVersion());
             }
             calls += model.callsOf(b.sid()).size();
-            Hooks.Hook fin = hs.stream().filter(h -> h.coversVersion() >= acceptedAt.size()).findFirst().orElse(null);
+            Hooks.Hook fin = hs.stream()
+                    .filter(h -> h.coversVersion() >= acceptedAt.size())
+                    .findFirst()
+                    .orElse(null);
             if (fin == null || acceptedAt.isEmpty()) {
                 unanswered++;
             } else {
@@ -307,19 +349,31 @@ final class PipelineBench {
                     SELECT TIMESTAMPDIFF(MICROSECOND, m.created_at, t.ended_at)
                       FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
                       JOIN chat_message m ON m.session_id = t.session_id AND m.version = t.to_version + 1
-                     WHERE s.external_id LIKE ? AND t.state = 'DISCARDED' AND t.reason LIKE 'interrupted%'""",
-                    Long.class, name + "-%")) {
+                     WHERE s.external_id LIKE ? AND t.state = 'DISCARDED' AND t.reason LIKE 'interrupted%'""", Long.class, name + "-%")) {
                 Load.record(interrupt, Math.max(0, micros));
             }
         }
         double n = bursts.size();
-        Strategy s = new Strategy(name, bursts.size(), (int) messages, unanswered, replies / n, stale / n, dup / n,
-                rejected / n, calls / n, tokens / n, discarded / n, tokens == 0 ? 0 : discarded / (double) tokens,
-                finalAnswer, interrupt);
+        Strategy s = new Strategy(
+                name,
+                bursts.size(),
+                (int) messages,
+                unanswered,
+                replies / n,
+                stale / n,
+                dup / n,
+                rejected / n,
+                calls / n,
+                tokens / n,
+                discarded / n,
+                tokens == 0 ? 0 : discarded / (double) tokens,
+                finalAnswer,
+                interrupt);
         Bench.log("strategies: " + name + " replies/burst " + IngestBench.fmt(s.repliesPerBurst()) + ", stale "
                 + IngestBench.fmt(s.stalePerBurst()) + ", dup " + IngestBench.fmt(s.dupPerBurst()) + ", rejected "
                 + IngestBench.fmt(s.rejectedPerBurst()) + ", calls " + IngestBench.fmt(s.callsPerBurst()) + ", tokens "
-                + IngestBench.fmt(s.tokensPerBurst()) + ", final p50 " + IngestBench.fmt(Load.ms(finalAnswer, 50)) + " ms");
+                + IngestBench.fmt(s.tokensPerBurst()) + ", final p50 " + IngestBench.fmt(Load.ms(finalAnswer, 50))
+                + " ms");
         return s;
     }
 

@@ -23,13 +23,16 @@ import java.util.function.Predicate;
  * the first frame of Settle's code, so the report names where the time went.
  */
 final class Profiler {
-    private Profiler() {
-    }
+    private Profiler() {}
 
     /** A summary of one recording. */
-    record Profile(String name, Path file, long samples, Map<String, Long> topFrames, Map<String, Long> settleFrames,
-                   Map<String, Long> byPackage) {
-    }
+    record Profile(
+            String name,
+            Path file,
+            long samples,
+            Map<String, Long> topFrames,
+            Map<String, Long> settleFrames,
+            Map<String, Long> byPackage) {}
 
     static Recording start(String name) {
         try {
@@ -73,8 +76,7 @@ final class Profiler {
                 List<RecordedFrame> frames = st.getFrames();
                 top.merge(method(frames.getFirst()), 1L, Long::sum);
                 packages.merge(area(frames), 1L, Long::sum);
-                frames.stream().filter(isSettle()).findFirst()
-                        .ifPresent(f -> settle.merge(method(f), 1L, Long::sum));
+                frames.stream().filter(isSettle()).findFirst().ifPresent(f -> settle.merge(method(f), 1L, Long::sum));
             }
         } catch (IOException ex) {
             throw new UncheckedIOException(ex);
@@ -83,7 +85,8 @@ final class Profiler {
     }
 
     private static Predicate<RecordedFrame> isSettle() {
-        return f -> f.getMethod() != null && f.getMethod().getType().getName().startsWith("dev.settle.")
+        return f -> f.getMethod() != null
+                && f.getMethod().getType().getName().startsWith("dev.settle.")
                 && !f.getMethod().getType().getName().startsWith("dev.settle.bench.");
     }
 
@@ -102,21 +105,48 @@ final class Profiler {
                 continue;
             }
             String type = f.getMethod().getType().getName();
-            if (!type.startsWith("java.") && !type.startsWith("jdk.") && !type.startsWith("sun.")
+            if (!type.startsWith("java.")
+                    && !type.startsWith("jdk.")
+                    && !type.startsWith("sun.")
                     && !type.startsWith("com.sun.")) {
                 return bucket(type);
             }
         }
-        return bucket(frames.getFirst().getMethod() == null ? "?" : frames.getFirst().getMethod().getType().getName());
+        return bucket(
+                frames.getFirst().getMethod() == null
+                        ? "?"
+                        : frames.getFirst().getMethod().getType().getName());
     }
 
     private static String bucket(String type) {
-        String[] known = {"dev.settle.bench", "dev.settle.ingest", "dev.settle.agent", "dev.settle.debounce",
-                "dev.settle.schema", "dev.settle.testsupport", "com.mysql", "com.zaxxer.hikari", "org.apache.kafka",
-                "org.apache.catalina", "org.apache.coyote", "org.apache.tomcat", "org.springframework.kafka",
-                "org.springframework.jdbc", "org.springframework.web", "org.springframework", "tools.jackson",
-                "dev.langchain4j", "ch.qos.logback", "org.HdrHistogram", "java.net.http", "java.util.concurrent",
-                "jdk.internal.net.http", "sun.nio", "java.lang", "java.util"};
+        String[] known = {
+            "dev.settle.bench",
+            "dev.settle.ingest",
+            "dev.settle.agent",
+            "dev.settle.debounce",
+            "dev.settle.schema",
+            "dev.settle.testsupport",
+            "com.mysql",
+            "com.zaxxer.hikari",
+            "org.apache.kafka",
+            "org.apache.catalina",
+            "org.apache.coyote",
+            "org.apache.tomcat",
+            "org.springframework.kafka",
+            "org.springframework.jdbc",
+            "org.springframework.web",
+            "org.springframework",
+            "tools.jackson",
+            "dev.langchain4j",
+            "ch.qos.logback",
+            "org.HdrHistogram",
+            "java.net.http",
+            "java.util.concurrent",
+            "jdk.internal.net.http",
+            "sun.nio",
+            "java.lang",
+            "java.util"
+        };
         for (String k : known) {
             if (type.startsWith(k)) {
                 return k;
@@ -133,7 +163,9 @@ final class Profiler {
 
     private static Map<String, Long> largest(Map<String, Long> counts, int n) {
         Map<String, Long> result = new LinkedHashMap<>();
-        counts.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(n)
+        counts.entrySet().stream()
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .limit(n)
                 .forEach(e -> result.put(e.getKey(), e.getValue()));
         return result;
     }

@@ -54,10 +54,18 @@ final class Report {
 
                 Machine: %d cores, JVM %s. Load average (1, 5, 15 min) — other work shares this machine: %s.
 
-                """.formatted(run.startedAt, o.quick() ? "quick" : "full", Math.round(run.secondsTaken),
-                o.quick() ? " --quick" : "", o.latency().describe(), o.window().toMillis(), o.maxWait().toSeconds(),
-                o.extra().isEmpty() ? "" : " except " + o.extra(), Runtime.getRuntime().availableProcessors(),
-                Runtime.version(), String.join("; ", run.loads));
+                """.formatted(
+                        run.startedAt,
+                        o.quick() ? "quick" : "full",
+                        Math.round(run.secondsTaken),
+                        o.quick() ? " --quick" : "",
+                        o.latency().describe(),
+                        o.window().toMillis(),
+                        o.maxWait().toSeconds(),
+                        o.extra().isEmpty() ? "" : " except " + o.extra(),
+                        Runtime.getRuntime().availableProcessors(),
+                        Runtime.version(),
+                        String.join("; ", run.loads));
     }
 
     private String summaryTable() {
@@ -69,7 +77,7 @@ final class Report {
     }
 
     private void goal(String n, String figure, String result, String goal, Boolean met) {
-        summary.add(new String[]{n, figure, result, goal, met == null ? "" : met ? "met" : "**missed**"});
+        summary.add(new String[] {n, figure, result, goal, met == null ? "" : met ? "met" : "**missed**"});
     }
 
     private String body() throws IOException {
@@ -97,12 +105,25 @@ final class Report {
         double raw = r.raw().rate();
         double ratio = sat / raw;
         Histogram half = r.half() == null ? Load.micros() : r.half().result().latency();
-        goal("1", "ingest: accepted messages/s at saturation", Math.round(sat) + "/s = " + fmt(ratio * 100)
-                + " % of the raw limit (" + Math.round(raw) + " tx/s)", "≥ 80 % of the raw limit", ratio >= 0.8);
-        goal("1", "ingest: accept latency at half load (" + (r.half() == null ? "–" : Math.round(r.half().offered()))
-                + "/s)", "p50 " + fmt(Load.ms(half, 50)) + " ms, p99 " + fmt(Load.ms(half, 99)) + " ms", "", null);
-        goal("2", "Kafka: raw produce rate (acks=all), same broker", Math.round(r.kafkaRate()) + " records/s vs "
-                + Math.round(sat) + " events/s from ingest", "", null);
+        goal(
+                "1",
+                "ingest: accepted messages/s at saturation",
+                Math.round(sat) + "/s = " + fmt(ratio * 100) + " % of the raw limit (" + Math.round(raw) + " tx/s)",
+                "≥ 80 % of the raw limit",
+                ratio >= 0.8);
+        goal(
+                "1",
+                "ingest: accept latency at half load ("
+                        + (r.half() == null ? "–" : Math.round(r.half().offered())) + "/s)",
+                "p50 " + fmt(Load.ms(half, 50)) + " ms, p99 " + fmt(Load.ms(half, 99)) + " ms",
+                "",
+                null);
+        goal(
+                "2",
+                "Kafka: raw produce rate (acks=all), same broker",
+                Math.round(r.kafkaRate()) + " records/s vs " + Math.round(sat) + " events/s from ingest",
+                "",
+                null);
         md.append("## 1. Ingest\n\n");
         md.append("""
                 ingest-api alone on its own database and broker; %d closed-loop HTTP clients POST to %d sessions (random).
@@ -129,36 +150,69 @@ final class Report {
 
                 | offered | achieved | failed | p50 | p99 |
                 |---|---|---|---|---|
-                """.formatted(run.options.clients(), run.options.ingestSessions(), fmt(sat), fmt(Load.ms(r.saturation().latency(), 50)),
-                fmt(Load.ms(r.saturation().latency(), 99)), fmt(r.satCpu().jvmCores()), fmt(r.satCpu().dbCores()),
-                fmt(r.statementsPerAccept()),
-                fmt(raw), fmt(Load.ms(r.raw().latency(), 50)), fmt(Load.ms(r.raw().latency(), 99)),
-                fmt(r.rawCpu().jvmCores()), fmt(r.rawCpu().dbCores()), fmt(r.statementsPerRaw()), fmt(r.kafkaRate()), fmt(r.kafkaAckedP50Ms()),
-                fmt(ratio * 100)));
+                """.formatted(
+                        run.options.clients(),
+                        run.options.ingestSessions(),
+                        fmt(sat),
+                        fmt(Load.ms(r.saturation().latency(), 50)),
+                        fmt(Load.ms(r.saturation().latency(), 99)),
+                        fmt(r.satCpu().jvmCores()),
+                        fmt(r.satCpu().dbCores()),
+                        fmt(r.statementsPerAccept()),
+                        fmt(raw),
+                        fmt(Load.ms(r.raw().latency(), 50)),
+                        fmt(Load.ms(r.raw().latency(), 99)),
+                        fmt(r.rawCpu().jvmCores()),
+                        fmt(r.rawCpu().dbCores()),
+                        fmt(r.statementsPerRaw()),
+                        fmt(r.kafkaRate()),
+                        fmt(r.kafkaAckedP50Ms()),
+                        fmt(ratio * 100)));
         Map<String, Histogram> curves = new LinkedHashMap<>();
         List<double[]> achieved = new ArrayList<>();
         List<double[]> ideal = new ArrayList<>();
         for (IngestBench.Step s : r.ladder()) {
-            md.append("| %s/s | %s/s | %d | %s ms | %s ms |\n".formatted(fmt(s.offered()), fmt(s.result().rate()),
-                    s.result().failed(), fmt(Load.ms(s.result().latency(), 50)), fmt(Load.ms(s.result().latency(), 99))));
+            md.append("| %s/s | %s/s | %d | %s ms | %s ms |\n"
+                    .formatted(
+                            fmt(s.offered()),
+                            fmt(s.result().rate()),
+                            s.result().failed(),
+                            fmt(Load.ms(s.result().latency(), 50)),
+                            fmt(Load.ms(s.result().latency(), 99))));
             curves.put(Math.round(s.offered()) + "/s offered", s.result().latency());
-            achieved.add(new double[]{s.offered(), s.result().rate()});
-            ideal.add(new double[]{s.offered(), s.offered()});
+            achieved.add(new double[] {s.offered(), s.result().rate()});
+            ideal.add(new double[] {s.offered(), s.offered()});
         }
-        Charts.xy(perf.resolve("ingest-throughput.png"), "Ingest: throughput vs offered load", "offered (messages/s)",
-                "accepted (messages/s)", Map.of("accepted", achieved, "offered = accepted", ideal),
+        Charts.xy(
+                perf.resolve("ingest-throughput.png"),
+                "Ingest: throughput vs offered load",
+                "offered (messages/s)",
+                "accepted (messages/s)",
+                Map.of("accepted", achieved, "offered = accepted", ideal),
                 Map.of("saturation (closed loop)", sat, "raw transaction limit", raw));
-        Charts.percentiles(perf.resolve("ingest-latency.png"), "Ingest: accept latency by offered load", "ms", curves, null);
-        md.append("\n![throughput vs offered load](perf/ingest-throughput.png)\n\n![accept latency](perf/ingest-latency.png)\n\n");
-        md.append("## 2. Kafka\n\nRaw produce on the same broker: %s records/s acknowledged with acks=all (records of the size of a\nMessageAccepted, up to 10,000 in flight), against %s events/s that ingest publishes at its saturation (one per\naccepted message). The broker is %s.\n\n"
-                .formatted(fmt(r.kafkaRate()), fmt(sat), r.kafkaRate() > 2 * sat ? "not what limits ingest" : "close to ingest's rate: a candidate limit"));
+        Charts.percentiles(
+                perf.resolve("ingest-latency.png"), "Ingest: accept latency by offered load", "ms", curves, null);
+        md.append(
+                "\n![throughput vs offered load](perf/ingest-throughput.png)\n\n![accept latency](perf/ingest-latency.png)\n\n");
+        md.append(
+                "## 2. Kafka\n\nRaw produce on the same broker: %s records/s acknowledged with acks=all (records of the size of a\nMessageAccepted, up to 10,000 in flight), against %s events/s that ingest publishes at its saturation (one per\naccepted message). The broker is %s.\n\n"
+                        .formatted(
+                                fmt(r.kafkaRate()),
+                                fmt(sat),
+                                r.kafkaRate() > 2 * sat
+                                        ? "not what limits ingest"
+                                        : "close to ingest's rate: a candidate limit"));
     }
 
     private void overhead(PipelineBench.Overhead o) throws IOException {
         Histogram h = o.overhead();
         boolean met = Load.ms(h, 50) <= 15 && Load.ms(h, 99) <= 50;
-        goal("3", "pipeline overhead (reply − window − model time)", "p50 " + fmt(Load.ms(h, 50)) + " ms, p99 "
-                + fmt(Load.ms(h, 99)) + " ms", "p50 ≤ 15 ms, p99 ≤ 50 ms", met);
+        goal(
+                "3",
+                "pipeline overhead (reply − window − model time)",
+                "p50 " + fmt(Load.ms(h, 50)) + " ms, p99 " + fmt(Load.ms(h, 99)) + " ms",
+                "p50 ≤ 15 ms, p99 ≤ 50 ms",
+                met);
         md.append("## 3. Pipeline overhead\n\n");
         md.append("""
                 %d single-message sessions at %s/s through the whole pipeline (ingest → Kafka → debounce timer → Kafka →
@@ -171,23 +225,44 @@ final class Report {
                 |---|---|---|---|---|
                 | reply latency | %s ms | %s ms | %s ms | %s ms |
                 | **overhead** | %s ms | %s ms | %s ms | %s ms |
-                """.formatted(o.sessions(), fmt(o.rate()), run.options.window().toMillis(), o.replied(), o.multiCall(),
-                fmt(o.statementsPerReply()), fmt(o.cpu().jvmCores()), fmt(o.cpu().dbCores()),
-                fmt(Load.ms(o.reply(), 50)), fmt(Load.ms(o.reply(), 90)), fmt(Load.ms(o.reply(), 99)), fmt(o.reply().getMaxValue() / 1000.0),
-                fmt(Load.ms(h, 50)), fmt(Load.ms(h, 90)), fmt(Load.ms(h, 99)), fmt(h.getMaxValue() / 1000.0)));
-        md.append("\nWhere it goes (each stage from the rows' own database times and the double's log):\n\n| stage | p50 | p99 |\n|---|---|---|\n");
-        o.stages().forEach((name, s) -> md.append("| %s | %s ms | %s ms |\n".formatted(name, fmt(Load.ms(s, 50)), fmt(Load.ms(s, 99)))));
+                """.formatted(
+                        o.sessions(),
+                        fmt(o.rate()),
+                        run.options.window().toMillis(),
+                        o.replied(),
+                        o.multiCall(),
+                        fmt(o.statementsPerReply()),
+                        fmt(o.cpu().jvmCores()),
+                        fmt(o.cpu().dbCores()),
+                        fmt(Load.ms(o.reply(), 50)),
+                        fmt(Load.ms(o.reply(), 90)),
+                        fmt(Load.ms(o.reply(), 99)),
+                        fmt(o.reply().getMaxValue() / 1000.0),
+                        fmt(Load.ms(h, 50)),
+                        fmt(Load.ms(h, 90)),
+                        fmt(Load.ms(h, 99)),
+                        fmt(h.getMaxValue() / 1000.0)));
+        md.append(
+                "\nWhere it goes (each stage from the rows' own database times and the double's log):\n\n| stage | p50 | p99 |\n|---|---|---|\n");
+        o.stages()
+                .forEach((name, s) -> md.append(
+                        "| %s | %s ms | %s ms |\n".formatted(name, fmt(Load.ms(s, 50)), fmt(Load.ms(s, 99)))));
         Map<String, Histogram> curves = new LinkedHashMap<>();
         curves.put("overhead", h);
         o.stages().forEach((name, s) -> curves.put(name.replaceAll(" \\(.*", ""), s));
-        Charts.percentiles(perf.resolve("pipeline-overhead.png"), "Pipeline overhead and its stages", "ms", curves, 50.0);
+        Charts.percentiles(
+                perf.resolve("pipeline-overhead.png"), "Pipeline overhead and its stages", "ms", curves, 50.0);
         md.append("\n![pipeline overhead](perf/pipeline-overhead.png)\n\n");
     }
 
     private void timers(TimerBench.Result t) throws IOException {
         double p99 = Load.ms(t.fireLateness(), 99);
-        goal("4", "timer lateness (fired − due), " + t.armed() + " armed", "p50 " + fmt(Load.ms(t.fireLateness(), 50))
-                + " ms, p99 " + fmt(p99) + " ms", "p99 ≤ 50 ms", p99 <= 50 && t.received() == t.measured());
+        goal(
+                "4",
+                "timer lateness (fired − due), " + t.armed() + " armed",
+                "p50 " + fmt(Load.ms(t.fireLateness(), 50)) + " ms, p99 " + fmt(p99) + " ms",
+                "p99 ≤ 50 ms",
+                p99 <= 50 && t.received() == t.measured());
         md.append("## 4. Timer lateness\n\n");
         md.append("""
                 debounce-worker alone; %d timers armed in `debounce_timer` (100,000 due in an hour, %d due at %s/s). Lateness =
@@ -201,12 +276,26 @@ final class Report {
 
                 ![timer lateness](perf/timer-lateness.png)
 
-                """.formatted(t.armed(), t.measured(), fmt(t.fireRate()), t.received(), t.measured(),
-                fmt(Load.ms(t.fireLateness(), 50)), fmt(Load.ms(t.fireLateness(), 90)), fmt(p99), fmt(t.fireLateness().getMaxValue() / 1000.0),
-                fmt(Load.ms(t.deliveredLateness(), 50)), fmt(Load.ms(t.deliveredLateness(), 90)), fmt(Load.ms(t.deliveredLateness(), 99)),
-                fmt(t.deliveredLateness().getMaxValue() / 1000.0)));
-        Charts.percentiles(perf.resolve("timer-lateness.png"), "Timer lateness, " + t.armed() + " armed", "ms",
-                Map.of("fired − due", t.fireLateness(), "delivered − due", t.deliveredLateness()), 50.0);
+                """.formatted(
+                        t.armed(),
+                        t.measured(),
+                        fmt(t.fireRate()),
+                        t.received(),
+                        t.measured(),
+                        fmt(Load.ms(t.fireLateness(), 50)),
+                        fmt(Load.ms(t.fireLateness(), 90)),
+                        fmt(p99),
+                        fmt(t.fireLateness().getMaxValue() / 1000.0),
+                        fmt(Load.ms(t.deliveredLateness(), 50)),
+                        fmt(Load.ms(t.deliveredLateness(), 90)),
+                        fmt(Load.ms(t.deliveredLateness(), 99)),
+                        fmt(t.deliveredLateness().getMaxValue() / 1000.0)));
+        Charts.percentiles(
+                perf.resolve("timer-lateness.png"),
+                "Timer lateness, " + t.armed() + " armed",
+                "ms",
+                Map.of("fired − due", t.fireLateness(), "delivered − due", t.deliveredLateness()),
+                50.0);
     }
 
     private void inflight(InFlightBench.Result r) throws IOException {
@@ -216,11 +305,21 @@ final class Report {
                 best = l;
             }
         }
-        long heapMb = r.levels().stream().mapToLong(InFlightBench.Level::peakHeapUsed).max().orElse(0) >> 20;
+        long heapMb = r.levels().stream()
+                        .mapToLong(InFlightBench.Level::peakHeapUsed)
+                        .max()
+                        .orElse(0)
+                >> 20;
         boolean met = best != null && best.target() >= 2000 && !r.oom();
-        goal("5", "in-flight turns, one agent-worker, 5 s model", best == null ? "none of the levels sustained"
-                : "sustained " + Math.round(best.meanRunning()) + " (level " + best.target() + "), heap peak "
-                + heapMb + " MB of -Xmx" + r.heapLimit(), "≥ 2,000 turns, ≤ 512 MB heap", met);
+        goal(
+                "5",
+                "in-flight turns, one agent-worker, 5 s model",
+                best == null
+                        ? "none of the levels sustained"
+                        : "sustained " + Math.round(best.meanRunning()) + " (level " + best.target() + "), heap peak "
+                                + heapMb + " MB of -Xmx" + r.heapLimit(),
+                "≥ 2,000 turns, ≤ 512 MB heap",
+                met);
         md.append("## 5. In-flight turns of one agent-worker\n\n");
         md.append("""
                 One agent-worker in its own JVM (`-Xmx%s`), model latency fixed at %d ms. After a warm-up (%d turns
@@ -232,17 +331,33 @@ final class Report {
 
                 | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | CPU ms per turn: worker / bench JVM / MariaDB | sustained |
                 |---|---|---|---|---|---|---|---|---|---|---|---|
-                """.formatted(r.heapLimit(), run.options.inflightModelMs(), 50 * run.options.inflightWarmup().toSeconds(),
-                run.options.inflightHold().toSeconds(),
-                r.oom() ? " **The worker ran out of memory.**" : ""));
+                """.formatted(
+                        r.heapLimit(),
+                        run.options.inflightModelMs(),
+                        50 * run.options.inflightWarmup().toSeconds(),
+                        run.options.inflightHold().toSeconds(),
+                        r.oom() ? " **The worker ran out of memory.**" : ""));
         for (InFlightBench.Level l : r.levels()) {
-            md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s / %s / %s | %s |\n".formatted(l.target(), fmt(l.rate()),
-                    l.replied(), l.sessions(), fmt(l.meanRunning()), l.peakRunning(), fmt(Load.ms(l.turn(), 50)),
-                    fmt(Load.ms(l.turn(), 99)), l.peakHeapUsed() >> 20, l.peakHeapAfterGc() >> 20,
-                    fmt(l.statementsPerTurn()), fmt(l.agentCpuMs()), fmt(l.benchCpuMs()), fmt(l.dbCpuMs()),
-                    sustained(l) ? "yes" : "**no**"));
+            md.append("| %d | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s / %s / %s | %s |\n"
+                    .formatted(
+                            l.target(),
+                            fmt(l.rate()),
+                            l.replied(),
+                            l.sessions(),
+                            fmt(l.meanRunning()),
+                            l.peakRunning(),
+                            fmt(Load.ms(l.turn(), 50)),
+                            fmt(Load.ms(l.turn(), 99)),
+                            l.peakHeapUsed() >> 20,
+                            l.peakHeapAfterGc() >> 20,
+                            fmt(l.statementsPerTurn()),
+                            fmt(l.agentCpuMs()),
+                            fmt(l.benchCpuMs()),
+                            fmt(l.dbCpuMs()),
+                            sustained(l) ? "yes" : "**no**"));
         }
-        InFlightBench.Level top = r.levels().isEmpty() ? null : r.levels().get(r.levels().size() - 1);
+        InFlightBench.Level top =
+                r.levels().isEmpty() ? null : r.levels().get(r.levels().size() - 1);
         if (top != null) {
             double perTurn = top.agentCpuMs() + top.benchCpuMs() + top.dbCpuMs();
             int cores = Runtime.getRuntime().availableProcessors();
@@ -252,12 +367,22 @@ final class Report {
                 double, broker, webhook receiver) and %s ms in MariaDB — %s ms in all. This %d-core machine therefore
                 completes at most about %s turns/s, i.e. about %s turns in flight at a %d ms model latency, whatever the
                 worker's concurrency; the worker's own share alone (%s ms) would allow about %s in flight on %d cores of its own.
-                """.formatted(top.target(), fmt(top.agentCpuMs()), fmt(top.benchCpuMs()), fmt(top.dbCpuMs()), fmt(perTurn),
-                cores, fmt(cores * 1000 / perTurn), fmt(cores * 1000 / perTurn * run.options.inflightModelMs() / 1000.0),
-                run.options.inflightModelMs(), fmt(top.agentCpuMs()),
-                fmt(cores * 1000 / top.agentCpuMs() * run.options.inflightModelMs() / 1000.0), cores));
+                """.formatted(
+                            top.target(),
+                            fmt(top.agentCpuMs()),
+                            fmt(top.benchCpuMs()),
+                            fmt(top.dbCpuMs()),
+                            fmt(perTurn),
+                            cores,
+                            fmt(cores * 1000 / perTurn),
+                            fmt(cores * 1000 / perTurn * run.options.inflightModelMs() / 1000.0),
+                            run.options.inflightModelMs(),
+                            fmt(top.agentCpuMs()),
+                            fmt(cores * 1000 / top.agentCpuMs() * run.options.inflightModelMs() / 1000.0),
+                            cores));
         }
-        md.append("\nWhere a turn's time goes, per level (database instants and the double's log; one model call per turn):\n\n");
+        md.append(
+                "\nWhere a turn's time goes, per level (database instants and the double's log; one model call per turn):\n\n");
         md.append("| stage |");
         r.levels().forEach(l -> md.append(" level %d p50 | p99 |".formatted(l.target())));
         md.append("\n|---|");
@@ -265,18 +390,26 @@ final class Report {
         md.append("\n");
         for (String stage : InFlightBench.STAGES) {
             md.append("| ").append(stage).append(" |");
-            r.levels().forEach(l -> md.append(" %s ms | %s ms |".formatted(fmt(Load.ms(l.stages().get(stage), 50)),
-                    fmt(Load.ms(l.stages().get(stage), 99)))));
+            r.levels()
+                    .forEach(l -> md.append(" %s ms | %s ms |"
+                            .formatted(
+                                    fmt(Load.ms(l.stages().get(stage), 50)),
+                                    fmt(Load.ms(l.stages().get(stage), 99)))));
             md.append("\n");
         }
         List<double[]> running = new ArrayList<>();
         List<double[]> heap = new ArrayList<>();
         for (InFlightBench.Sample s : r.samples()) {
-            running.add(new double[]{s.seconds(), s.running()});
-            heap.add(new double[]{s.seconds(), s.heapMb()});
+            running.add(new double[] {s.seconds(), s.running()});
+            heap.add(new double[] {s.seconds(), s.heapMb()});
         }
-        Charts.xy(perf.resolve("agent-inflight.png"), "One agent-worker: RUNNING turns and heap over time", "seconds",
-                "turns / MB", Map.of("RUNNING turns", running, "heap used (MB)", heap), Map.of("2,000 turns", 2000.0, "512 MB", 512.0));
+        Charts.xy(
+                perf.resolve("agent-inflight.png"),
+                "One agent-worker: RUNNING turns and heap over time",
+                "seconds",
+                "turns / MB",
+                Map.of("RUNNING turns", running, "heap used (MB)", heap),
+                Map.of("2,000 turns", 2000.0, "512 MB", 512.0));
         md.append("\n![in-flight turns](perf/agent-inflight.png)\n\n");
     }
 
@@ -286,16 +419,29 @@ final class Report {
 
     private void strategies(PipelineBench.Result p) throws IOException {
         Bench.Options o = run.options;
-        PipelineBench.Strategy merge = p.strategies().stream().filter(s -> s.name().equals("merge")).findFirst().orElseThrow();
+        PipelineBench.Strategy merge = p.strategies().stream()
+                .filter(s -> s.name().equals("merge"))
+                .findFirst()
+                .orElseThrow();
         Histogram interrupt = merge.interrupt();
-        goal("6", "early interrupt (merge): newer message committed → turn discarded, " + interrupt.getTotalCount()
-                        + " interrupts", interrupt.getTotalCount() == 0 ? "no interrupt happened"
+        goal(
+                "6",
+                "early interrupt (merge): newer message committed → turn discarded, " + interrupt.getTotalCount()
+                        + " interrupts",
+                interrupt.getTotalCount() == 0
+                        ? "no interrupt happened"
                         : "p50 " + fmt(Load.ms(interrupt, 50)) + " ms, p99 " + fmt(Load.ms(interrupt, 99)) + " ms, max "
-                        + fmt(interrupt.getMaxValue() / 1000.0) + " ms", "≤ 250 ms",
+                                + fmt(interrupt.getMaxValue() / 1000.0) + " ms",
+                "≤ 250 ms",
                 interrupt.getTotalCount() == 0 ? null : interrupt.getMaxValue() <= 250_000);
         goal("6", "cost, fast typist (merge): model calls per burst", fmt(merge.callsPerBurst()), "", null);
-        goal("6", "cost, fast typist (merge): tokens on discarded turns", fmt(merge.discardedTokensPerBurst()) + " per burst ("
-                + fmt(merge.discardedShare() * 100) + " % of all tokens)", "", null);
+        goal(
+                "6",
+                "cost, fast typist (merge): tokens on discarded turns",
+                fmt(merge.discardedTokensPerBurst()) + " per burst (" + fmt(merge.discardedShare() * 100)
+                        + " % of all tokens)",
+                "",
+                null);
         md.append("## 6. Cost, and the strategies compared\n\n");
         md.append("""
                 The same fast-typist workload for each strategy, all at once on the same infrastructure: %d bursts per
@@ -313,18 +459,33 @@ final class Report {
 
                 | strategy | replies per burst | stale / duplicate replies per burst | messages rejected per burst | model calls per burst | tokens per burst | tokens on discarded turns | final answer p50 | p99 | unanswered bursts |
                 |---|---|---|---|---|---|---|---|---|---|
-                """.formatted(o.burstsPerStrategy(), o.burstSize(), o.gapMinMs(), o.gapMaxMs(), o.window().toMillis(),
-                o.burstSpread().toSeconds(), o.latency().describe()));
+                """.formatted(
+                        o.burstsPerStrategy(),
+                        o.burstSize(),
+                        o.gapMinMs(),
+                        o.gapMaxMs(),
+                        o.window().toMillis(),
+                        o.burstSpread().toSeconds(),
+                        o.latency().describe()));
         Map<String, Histogram> curves = new LinkedHashMap<>();
         for (PipelineBench.Strategy s : p.strategies()) {
-            md.append("| %s | %s | %s / %s | %s | %s | %s | %s | %s ms | %s ms | %d |\n".formatted(
-                    s.name().equals("naive") ? "naive baseline" : "Settle `" + s.name() + "`", fmt(s.repliesPerBurst()),
-                    fmt(s.stalePerBurst()), fmt(s.dupPerBurst()), fmt(s.rejectedPerBurst()), fmt(s.callsPerBurst()),
-                    fmt(s.tokensPerBurst()), s.name().equals("naive") ? "–" : fmt(s.discardedTokensPerBurst()),
-                    fmt(Load.ms(s.finalAnswer(), 50)), fmt(Load.ms(s.finalAnswer(), 99)), s.unanswered()));
+            md.append("| %s | %s | %s / %s | %s | %s | %s | %s | %s ms | %s ms | %d |\n"
+                    .formatted(
+                            s.name().equals("naive") ? "naive baseline" : "Settle `" + s.name() + "`",
+                            fmt(s.repliesPerBurst()),
+                            fmt(s.stalePerBurst()),
+                            fmt(s.dupPerBurst()),
+                            fmt(s.rejectedPerBurst()),
+                            fmt(s.callsPerBurst()),
+                            fmt(s.tokensPerBurst()),
+                            s.name().equals("naive") ? "–" : fmt(s.discardedTokensPerBurst()),
+                            fmt(Load.ms(s.finalAnswer(), 50)),
+                            fmt(Load.ms(s.finalAnswer(), 99)),
+                            s.unanswered()));
             curves.put(s.name(), s.finalAnswer());
         }
-        Charts.percentiles(perf.resolve("time-to-final-answer.png"), "Time to final answer, fast typist", "ms", curves, null);
+        Charts.percentiles(
+                perf.resolve("time-to-final-answer.png"), "Time to final answer, fast typist", "ms", curves, null);
         md.append("\n![time to final answer](perf/time-to-final-answer.png)\n\n");
     }
 
@@ -353,9 +514,12 @@ final class Report {
                 + "Recordings are kept in `bench/target/jfr/` (`jfr print --events jdk.ExecutionSample FILE`).\n\n");
         for (Profiler.Profile p : all) {
             md.append("**").append(p.name()).append("** — ").append(p.samples()).append(" samples. By area: ");
-            md.append(share(p.byPackage(), p.samples())).append(".\nHottest Settle frames: ")
-                    .append(share(p.settleFrames(), p.samples())).append(".\nHottest top frames: ")
-                    .append(share(p.topFrames(), p.samples())).append(".\n\n");
+            md.append(share(p.byPackage(), p.samples()))
+                    .append(".\nHottest Settle frames: ")
+                    .append(share(p.settleFrames(), p.samples()))
+                    .append(".\nHottest top frames: ")
+                    .append(share(p.topFrames(), p.samples()))
+                    .append(".\n\n");
         }
     }
 

@@ -35,12 +35,17 @@ import java.util.stream.IntStream;
  * </ol>
  */
 final class TimerBench {
-    record Result(int armed, int measured, int received, Histogram fireLateness, Histogram deliveredLateness,
-                  double fireRate, Profiler.Profile profile, IngestBench.Cpu cpu) {
-    }
+    record Result(
+            int armed,
+            int measured,
+            int received,
+            Histogram fireLateness,
+            Histogram deliveredLateness,
+            double fireRate,
+            Profiler.Profile profile,
+            IngestBench.Cpu cpu) {}
 
-    private TimerBench() {
-    }
+    private TimerBench() {}
 
     static Result run(Infra infra, Bench.Options o) throws Exception {
         try (Infra.Scenario s = infra.new Scenario("timers", Map.of())) {
@@ -51,7 +56,11 @@ final class TimerBench {
             Duration period = o.timerPeriod();
             Bench.log("timers: arming " + background + " background timers");
             LocalDateTime later = LocalDateTime.now(ZoneOffset.UTC).plusHours(1);
-            insert(jdbc, IntStream.range(0, background).mapToObj(i -> new Object[]{1 + i, later, later}).toList());
+            insert(
+                    jdbc,
+                    IntStream.range(0, background)
+                            .mapToObj(i -> new Object[] {1 + i, later, later})
+                            .toList());
             Instant first = Instant.now().plusSeconds(4);
             long stepNanos = period.toNanos() / measured;
             Map<Long, Instant> due = new HashMap<>();
@@ -61,7 +70,7 @@ final class TimerBench {
                 Instant at = first.plusNanos(i * stepNanos).truncatedTo(java.time.temporal.ChronoUnit.MICROS);
                 due.put(id, at);
                 LocalDateTime ldt = LocalDateTime.ofInstant(at, ZoneOffset.UTC);
-                rows.add(new Object[]{id, ldt, ldt});
+                rows.add(new Object[] {id, ldt, ldt});
             }
             insert(jdbc, rows);
             Integer armed = jdbc.queryForObject("SELECT COUNT(*) FROM debounce_timer", Integer.class);
@@ -79,11 +88,14 @@ final class TimerBench {
             int received = 0;
             try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
                 List<TopicPartition> parts = IntStream.range(0, Topics.PARTITIONS)
-                        .mapToObj(i -> new TopicPartition(Topics.SESSION_READY, i)).toList();
+                        .mapToObj(i -> new TopicPartition(Topics.SESSION_READY, i))
+                        .toList();
                 consumer.assign(parts);
                 consumer.seekToBeginning(parts);
-                long deadline = System.nanoTime() + Duration.between(Instant.now(), first).toNanos()
-                        + period.toNanos() + Duration.ofSeconds(20).toNanos();
+                long deadline = System.nanoTime()
+                        + Duration.between(Instant.now(), first).toNanos()
+                        + period.toNanos()
+                        + Duration.ofSeconds(20).toNanos();
                 while (received < measured && System.nanoTime() < deadline) {
                     for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
                         Instant now = Instant.now();
@@ -93,17 +105,27 @@ final class TimerBench {
                             continue;
                         }
                         received++;
-                        Load.record(fire, Math.max(0, Duration.between(at, e.firedAt()).toNanos() / 1000));
-                        Load.record(delivered, Math.max(0, Duration.between(at, now).toNanos() / 1000));
+                        Load.record(
+                                fire,
+                                Math.max(0, Duration.between(at, e.firedAt()).toNanos() / 1000));
+                        Load.record(
+                                delivered, Math.max(0, Duration.between(at, now).toNanos() / 1000));
                     }
                 }
             }
             IngestBench.Cpu cpu = IngestBench.cpu(infra, cpu0);
             Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
-            Bench.log("timers: " + received + "/" + measured + " fired; lateness p50 " + IngestBench.fmt(Load.ms(fire, 50))
-                    + " ms, p99 " + IngestBench.fmt(Load.ms(fire, 99)) + " ms");
-            return new Result(armed == null ? 0 : armed, measured, received, fire, delivered,
-                    measured / (double) period.toSeconds(), profile, cpu);
+            Bench.log("timers: " + received + "/" + measured + " fired; lateness p50 "
+                    + IngestBench.fmt(Load.ms(fire, 50)) + " ms, p99 " + IngestBench.fmt(Load.ms(fire, 99)) + " ms");
+            return new Result(
+                    armed == null ? 0 : armed,
+                    measured,
+                    received,
+                    fire,
+                    delivered,
+                    measured / (double) period.toSeconds(),
+                    profile,
+                    cpu);
         }
     }
 

@@ -26,7 +26,8 @@ public class Operations {
      * The workers serve only actuator on their port; when the ingest API's web security is on the same classpath
      * (the quickstart and the bench run all three applications in one JVM) it must not lock those endpoints.
      */
-    public static final String NO_WEB_SECURITY = String.join(",",
+    public static final String NO_WEB_SECURITY = String.join(
+            ",",
             "org.springframework.boot.security.autoconfigure.SecurityAutoConfiguration",
             "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration",
             "org.springframework.boot.security.autoconfigure.web.servlet.ServletWebSecurityAutoConfiguration",
@@ -42,9 +43,13 @@ public class Operations {
             config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) KAFKA_TIMEOUT_MS);
             try (AdminClient client = AdminClient.create(config)) {
                 var cluster = client.describeCluster(new DescribeClusterOptions().timeoutMs((int) KAFKA_TIMEOUT_MS));
-                int nodes = cluster.nodes().get(KAFKA_TIMEOUT_MS, TimeUnit.MILLISECONDS).size();
-                return Health.up().withDetail("clusterId", cluster.clusterId().get(KAFKA_TIMEOUT_MS, TimeUnit.MILLISECONDS))
-                        .withDetail("nodes", nodes).build();
+                int nodes = cluster.nodes()
+                        .get(KAFKA_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                        .size();
+                return Health.up()
+                        .withDetail("clusterId", cluster.clusterId().get(KAFKA_TIMEOUT_MS, TimeUnit.MILLISECONDS))
+                        .withDetail("nodes", nodes)
+                        .build();
             } catch (Exception e) {
                 return Health.down().withDetail("error", e.toString()).build();
             }

@@ -35,8 +35,7 @@ public abstract class PeriodicTask implements SmartLifecycle {
     }
 
     /** One round of a fixed-rate task. */
-    protected void tick() {
-    }
+    protected void tick() {}
 
     /** One round; returns the pause before the next. Default: {@link #tick()}, then {@code interval}. */
     protected Duration round() {

@@ -24,8 +24,7 @@ public final class SettleDefaults {
     /** The Liquibase changelog of the store contract (module {@code schema}). */
     public static final String CHANGELOG = "classpath:db/settle-changelog.sql";
 
-    private SettleDefaults() {
-    }
+    private SettleDefaults() {}
 
     /** A new mutable map of the shared defaults, for an application to add its own to. */
     public static Map<String, Object> properties() {
@@ -42,7 +41,9 @@ public final class SettleDefaults {
         p.put("spring.liquibase.change-log", CHANGELOG);
         // MySQL's driver asks MariaDB for a keyword list it does not have: Liquibase logs a harmless stack trace
         p.put("logging.level.liquibase.database", "WARN");
-        p.put("spring.datasource.url", "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true");
+        p.put(
+                "spring.datasource.url",
+                "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true");
         p.put("spring.datasource.username", "root");
         p.put("spring.datasource.password", "");
         // Connector/J: keep autocommit/isolation/read-only state on the client instead of asking or re-setting it

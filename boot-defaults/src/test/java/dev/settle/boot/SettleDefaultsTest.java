@@ -14,8 +14,10 @@ class SettleDefaultsTest {
     @Test
     void every_application_gets_the_database_the_broker_and_the_health_groups() {
         Map<String, Object> p = SettleDefaults.properties();
-        assertThat(p).containsEntry("spring.liquibase.change-log", "classpath:db/settle-changelog.sql")
-                .containsEntry("spring.datasource.url",
+        assertThat(p)
+                .containsEntry("spring.liquibase.change-log", "classpath:db/settle-changelog.sql")
+                .containsEntry(
+                        "spring.datasource.url",
                         "jdbc:mysql://localhost:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true")
                 .containsEntry("spring.datasource.username", "root")
                 .containsEntry("spring.kafka.bootstrap-servers", "localhost:9092")
@@ -33,10 +35,19 @@ class SettleDefaultsTest {
     @Test
     void events_are_strings_both_ways() {
         Map<String, Object> p = SettleDefaults.properties();
-        assertThat(p).containsEntry("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer")
-                .containsEntry("spring.kafka.producer.value-serializer", "org.apache.kafka.common.serialization.StringSerializer")
-                .containsEntry("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer")
-                .containsEntry("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
+        assertThat(p)
+                .containsEntry(
+                        "spring.kafka.producer.key-serializer",
+                        "org.apache.kafka.common.serialization.StringSerializer")
+                .containsEntry(
+                        "spring.kafka.producer.value-serializer",
+                        "org.apache.kafka.common.serialization.StringSerializer")
+                .containsEntry(
+                        "spring.kafka.consumer.key-deserializer",
+                        "org.apache.kafka.common.serialization.StringDeserializer")
+                .containsEntry(
+                        "spring.kafka.consumer.value-deserializer",
+                        "org.apache.kafka.common.serialization.StringDeserializer");
     }
 
     @Test
@@ -44,7 +55,8 @@ class SettleDefaultsTest {
         Map<String, Object> mine = SettleDefaults.properties();
         mine.put("spring.application.name", "x");
         mine.put("spring.datasource.url", "jdbc:mysql://elsewhere/settle");
-        assertThat(SettleDefaults.properties()).doesNotContainKey("spring.application.name")
+        assertThat(SettleDefaults.properties())
+                .doesNotContainKey("spring.application.name")
                 .containsEntry("spring.kafka.bootstrap-servers", "localhost:9092")
                 .doesNotContainEntry("spring.datasource.url", "jdbc:mysql://elsewhere/settle");
     }
@@ -52,14 +64,18 @@ class SettleDefaultsTest {
     @Test
     void every_value_binds_as_spring_reads_it() {
         Binder binder = new Binder(new MapConfigurationPropertySource(SettleDefaults.properties()));
-        assertThat(binder.bind("spring.threads.virtual.enabled", Boolean.class).get()).isTrue();
-        assertThat(binder.bind("spring.datasource.hikari.data-source-properties", Map.class).get())
-                .containsEntry("cachePrepStmts", "true").containsEntry("prepStmtCacheSize", "250");
+        assertThat(binder.bind("spring.threads.virtual.enabled", Boolean.class).get())
+                .isTrue();
+        assertThat(binder.bind("spring.datasource.hikari.data-source-properties", Map.class)
+                        .get())
+                .containsEntry("cachePrepStmts", "true")
+                .containsEntry("prepStmtCacheSize", "250");
     }
 
     @Test
     void the_workers_can_switch_off_web_security_by_name() {
-        assertThat(Operations.NO_WEB_SECURITY.split(",")).hasSize(5)
+        assertThat(Operations.NO_WEB_SECURITY.split(","))
+                .hasSize(5)
                 .allSatisfy(name -> assertThat(name).startsWith("org.springframework.boot.security.autoconfigure."));
     }
 }

@@ -6,8 +6,7 @@ import tools.jackson.databind.json.JsonMapper;
 public final class EventCodec {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    private EventCodec() {
-    }
+    private EventCodec() {}
 
     public static String encode(Object event) {
         return JSON.writeValueAsString(event);

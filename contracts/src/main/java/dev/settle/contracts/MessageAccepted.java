@@ -10,5 +10,4 @@ import java.time.Instant;
  * @param acceptedAt         database time of the commit
  * @param oldestUnansweredAt database time of the oldest message not yet covered by a reply (bounds max-wait)
  */
-public record MessageAccepted(long sessionId, long version, Instant acceptedAt, Instant oldestUnansweredAt) {
-}
+public record MessageAccepted(long sessionId, long version, Instant acceptedAt, Instant oldestUnansweredAt) {}

@@ -10,5 +10,4 @@ import java.time.Instant;
  * @param cause     {@code window}, {@code maxwait} or {@code sweeper}
  * @param firedAt   database time of the fire
  */
-public record SessionReady(long sessionId, long version, String cause, Instant firedAt) {
-}
+public record SessionReady(long sessionId, long version, String cause, Instant firedAt) {}

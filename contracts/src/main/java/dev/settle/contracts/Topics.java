@@ -13,6 +13,5 @@ public final class Topics {
 
     public static final int PARTITIONS = 12;
 
-    private Topics() {
-    }
+    private Topics() {}
 }

@@ -10,11 +10,15 @@ import org.springframework.kafka.config.TopicBuilder;
 public class Topology {
     @Bean
     NewTopic messageAcceptedTopic() {
-        return TopicBuilder.name(Topics.MESSAGE_ACCEPTED).partitions(Topics.PARTITIONS).build();
+        return TopicBuilder.name(Topics.MESSAGE_ACCEPTED)
+                .partitions(Topics.PARTITIONS)
+                .build();
     }
 
     @Bean
     NewTopic sessionReadyTopic() {
-        return TopicBuilder.name(Topics.SESSION_READY).partitions(Topics.PARTITIONS).build();
+        return TopicBuilder.name(Topics.SESSION_READY)
+                .partitions(Topics.PARTITIONS)
+                .build();
     }
 }

@@ -13,30 +13,36 @@ class EventCodecTest {
     @Test
     void message_accepted_round_trips_with_microsecond_times() {
         MessageAccepted event = new MessageAccepted(42, 7, ACCEPTED, Instant.parse("2026-11-29T21:33:40.000001Z"));
-        assertThat(EventCodec.decode(EventCodec.encode(event), MessageAccepted.class)).isEqualTo(event);
+        assertThat(EventCodec.decode(EventCodec.encode(event), MessageAccepted.class))
+                .isEqualTo(event);
     }
 
     @Test
     void message_accepted_round_trips_without_an_oldest_unanswered_time() {
         MessageAccepted event = new MessageAccepted(42, 1, ACCEPTED, null);
-        assertThat(EventCodec.decode(EventCodec.encode(event), MessageAccepted.class)).isEqualTo(event);
+        assertThat(EventCodec.decode(EventCodec.encode(event), MessageAccepted.class))
+                .isEqualTo(event);
     }
 
     @Test
     void session_ready_round_trips_for_every_cause() {
         for (String cause : new String[] {"window", "maxwait", "sweeper"}) {
             SessionReady event = new SessionReady(Long.MAX_VALUE, 12, cause, ACCEPTED);
-            assertThat(EventCodec.decode(EventCodec.encode(event), SessionReady.class)).isEqualTo(event);
+            assertThat(EventCodec.decode(EventCodec.encode(event), SessionReady.class))
+                    .isEqualTo(event);
         }
     }
 
     @Test
     void the_wire_format_is_plain_json_named_by_the_record_components() {
         String json = EventCodec.encode(new SessionReady(3, 4, "window", ACCEPTED));
-        assertThat(json).startsWith("{").contains("\"sessionId\":3", "\"version\":4", "\"cause\":\"window\"",
-                "\"firedAt\"");
-        assertThat(EventCodec.decode("{\"sessionId\":3,\"version\":4,\"cause\":\"sweeper\",\"firedAt\":\"2026-11-29T21:33:47.123456Z\"}",
-                SessionReady.class)).isEqualTo(new SessionReady(3, 4, "sweeper", ACCEPTED));
+        assertThat(json)
+                .startsWith("{")
+                .contains("\"sessionId\":3", "\"version\":4", "\"cause\":\"window\"", "\"firedAt\"");
+        assertThat(EventCodec.decode(
+                        "{\"sessionId\":3,\"version\":4,\"cause\":\"sweeper\",\"firedAt\":\"2026-11-29T21:33:47.123456Z\"}",
+                        SessionReady.class))
+                .isEqualTo(new SessionReady(3, 4, "sweeper", ACCEPTED));
     }
 
     @Test

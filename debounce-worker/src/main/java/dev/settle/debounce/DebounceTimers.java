@@ -1,9 +1,9 @@
 package dev.settle.debounce;
 
+import dev.settle.contracts.MessageAccepted;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.schema.SessionRules;
-import dev.settle.contracts.MessageAccepted;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -64,8 +64,11 @@ public class DebounceTimers {
               fire_at       = LEAST(GREATEST(debounce_timer.fire_at, %s + INTERVAL :windowMicros MICROSECOND),
                                     debounce_timer.deadline_at),
               armed_version = GREATEST(debounce_timer.armed_version, :version)
-            """.formatted(SessionRules.timerFireAt(ACCEPTED_AT, OLDEST_AT, ":windowMicros", ":maxwaitMicros"),
-            DEADLINE, DEADLINE, ACCEPTED_AT);
+            """.formatted(
+                    SessionRules.timerFireAt(ACCEPTED_AT, OLDEST_AT, ":windowMicros", ":maxwaitMicros"),
+                    DEADLINE,
+                    DEADLINE,
+                    ACCEPTED_AT);
 
     private final JdbcClient jdbc;
     private final DebounceTiming settings;
@@ -85,9 +88,12 @@ public class DebounceTimers {
         long unanswered = jdbc.sql(UNANSWERED)
                 .param("sessionId", event.sessionId())
                 .param("version", event.version())
-                .query(Long.class).single();
+                .query(Long.class)
+                .single();
         if (unanswered == 0) {
-            log.debug("session {} version {} already answered or unknown: nothing armed", event.sessionId(),
+            log.debug(
+                    "session {} version {} already answered or unknown: nothing armed",
+                    event.sessionId(),
                     event.version());
             return false;
         }

@@ -2,8 +2,8 @@ package dev.settle.debounce;
 
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
-import dev.settle.schema.DebounceTiming;
 import dev.settle.contracts.Topology;
+import dev.settle.schema.DebounceTiming;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;

@@ -34,17 +34,26 @@ public class MessageAcceptedListener {
 
     private static MessageAccepted decode(ConsumerRecord<String, String> record) {
         try {
-            MessageAccepted e = record.value() == null ? null : EventCodec.decode(record.value(), MessageAccepted.class);
+            MessageAccepted e =
+                    record.value() == null ? null : EventCodec.decode(record.value(), MessageAccepted.class);
             if (e != null && e.acceptedAt() != null && e.version() > 0) {
                 return e;
             }
         } catch (RuntimeException ex) {
-            log.warn("skipping malformed MessageAccepted at {}-{}@{}: {}", record.topic(), record.partition(),
-                    record.offset(), ex.toString());
+            log.warn(
+                    "skipping malformed MessageAccepted at {}-{}@{}: {}",
+                    record.topic(),
+                    record.partition(),
+                    record.offset(),
+                    ex.toString());
             return null;
         }
-        log.warn("skipping incomplete MessageAccepted at {}-{}@{}: {}", record.topic(), record.partition(),
-                record.offset(), record.value());
+        log.warn(
+                "skipping incomplete MessageAccepted at {}-{}@{}: {}",
+                record.topic(),
+                record.partition(),
+                record.offset(),
+                record.value());
         return null;
     }
 }

@@ -65,8 +65,7 @@ public class StrandedSessionSweeper extends PeriodicTask {
         this.settings = settings;
     }
 
-    private record Stranded(long sessionId, long version) {
-    }
+    private record Stranded(long sessionId, long version) {}
 
     /** One sweep; returns how many stranded sessions it armed a timer for. */
     public int sweep() {
@@ -76,10 +75,12 @@ public class StrandedSessionSweeper extends PeriodicTask {
                 .list();
         int armed = 0;
         for (Stranded s : stranded) {
-            armed += Math.min(1, jdbc.sql(ARM_STRANDED)
-                    .param("sessionId", s.sessionId())
-                    .param("version", s.version())
-                    .update());
+            armed += Math.min(
+                    1,
+                    jdbc.sql(ARM_STRANDED)
+                            .param("sessionId", s.sessionId())
+                            .param("version", s.version())
+                            .update());
         }
         if (armed > 0) {
             log.info("armed {} stranded session(s)", armed);

@@ -1,10 +1,10 @@
 package dev.settle.debounce;
 
 import dev.settle.boot.PeriodicTask;
-import dev.settle.schema.DbTime;
 import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;
+import dev.settle.schema.DbTime;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -86,8 +86,7 @@ public class TimerFirer extends PeriodicTask {
             VALUES (:sessionId, :version, UTC_TIMESTAMP(6))
             """;
 
-    private record DueTimer(long sessionId, LocalDateTime fireAt, long version, String cause, Instant firedAt) {
-    }
+    private record DueTimer(long sessionId, LocalDateTime fireAt, long version, String cause, Instant firedAt) {}
 
     private final JdbcClient jdbc;
     private final TransactionTemplate tx;
@@ -97,8 +96,12 @@ public class TimerFirer extends PeriodicTask {
 
     private final MeterRegistry meters;
 
-    public TimerFirer(JdbcClient jdbc, PlatformTransactionManager txManager, KafkaTemplate<String, String> kafka,
-                      DebounceSettings settings, MeterRegistry meters) {
+    public TimerFirer(
+            JdbcClient jdbc,
+            PlatformTransactionManager txManager,
+            KafkaTemplate<String, String> kafka,
+            DebounceSettings settings,
+            MeterRegistry meters) {
         super("debounce-timer-firer", MAX_BACKOFF);
         this.meters = meters;
         this.jdbc = jdbc;
@@ -117,9 +120,12 @@ public class TimerFirer extends PeriodicTask {
         Integer count = tx.execute(status -> {
             List<DueTimer> due = jdbc.sql(LOCK_DUE)
                     .param("batchSize", settings.batchSize())
-                    .query((rs, n) -> new DueTimer(rs.getLong("session_id"),
-                            rs.getObject("fire_at", LocalDateTime.class), rs.getLong("armed_version"),
-                            rs.getString("cause"), DbTime.instant(rs, "fired_at")))
+                    .query((rs, n) -> new DueTimer(
+                            rs.getLong("session_id"),
+                            rs.getObject("fire_at", LocalDateTime.class),
+                            rs.getLong("armed_version"),
+                            rs.getString("cause"),
+                            DbTime.instant(rs, "fired_at")))
                     .list();
             if (due.isEmpty()) {
                 return 0;
@@ -132,10 +138,13 @@ public class TimerFirer extends PeriodicTask {
                         .param("fireAt", DbTime.text(t.fireAt()))
                         .update();
                 if (rows != 1) {
-                    throw new IllegalStateException("deleting the locked timer of session " + t.sessionId()
-                            + " touched " + rows + " rows");
+                    throw new IllegalStateException(
+                            "deleting the locked timer of session " + t.sessionId() + " touched " + rows + " rows");
                 }
-                jdbc.sql(RECORD_BURST_END).param("sessionId", t.sessionId()).param("version", t.version()).update();
+                jdbc.sql(RECORD_BURST_END)
+                        .param("sessionId", t.sessionId())
+                        .param("version", t.version())
+                        .update();
             }
             return due.size();
         });
@@ -145,19 +154,21 @@ public class TimerFirer extends PeriodicTask {
 
     /** Counts {@code settle.debounce.fires{cause}} once the fire committed (a rolled-back round fires again). */
     private void afterCommit(List<DueTimer> due) {
-        TransactionSynchronizationManager.registerSynchronization(
-                new TransactionSynchronization() {
-                    @Override
-                    public void afterCommit() {
-                        due.forEach(t -> meters.counter("settle.debounce.fires", "cause", t.cause()).increment());
-                    }
-                });
+        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+            @Override
+            public void afterCommit() {
+                due.forEach(t -> meters.counter("settle.debounce.fires", "cause", t.cause())
+                        .increment());
+            }
+        });
     }
 
     private void publish(List<DueTimer> due) {
         try {
             CompletableFuture<?>[] acks = due.stream()
-                    .map(t -> kafka.send(Topics.SESSION_READY, String.valueOf(t.sessionId()),
+                    .map(t -> kafka.send(
+                            Topics.SESSION_READY,
+                            String.valueOf(t.sessionId()),
                             EventCodec.encode(new SessionReady(t.sessionId(), t.version(), t.cause(), t.firedAt()))))
                     .toArray(CompletableFuture[]::new);
             CompletableFuture.allOf(acks).get(PUBLISH_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);

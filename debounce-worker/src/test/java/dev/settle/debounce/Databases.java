@@ -7,8 +7,7 @@ import org.springframework.core.io.DefaultResourceLoader;
 
 /** A fresh migrated database, for tests of the SQL alone (no application context). */
 final class Databases {
-    private Databases() {
-    }
+    private Databases() {}
 
     /**
      * A pool on a new database with the changelog applied; the session time zone is deliberately not UTC

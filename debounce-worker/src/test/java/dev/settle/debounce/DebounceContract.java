@@ -1,8 +1,8 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.contracts.MessageAccepted;
+import dev.settle.schema.DebounceTiming;
 import dev.settle.testsupport.SharedInfra;
 import liquibase.integration.spring.SpringLiquibase;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -33,6 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 abstract class DebounceContract {
     /** Long enough that no timer armed by a message becomes due during the suite. */
     static final DebounceTiming TIMING = new DebounceTiming(Duration.ofHours(1), Duration.ofHours(2));
+
     static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
 
     HikariDataSource dataSource;
@@ -100,7 +101,8 @@ abstract class DebounceContract {
         assertThat(sessions.timer(session).orElseThrow()).isEqualTo(extended);
 
         // past the deadline the window is capped at it
-        MessageAccepted late = new MessageAccepted(session, 3, armed.deadlineAt().plusSeconds(60), first.oldestUnansweredAt());
+        MessageAccepted late =
+                new MessageAccepted(session, 3, armed.deadlineAt().plusSeconds(60), first.oldestUnansweredAt());
         timers.arm(late);
         assertThat(sessions.timer(session).orElseThrow().fireAt()).isEqualTo(armed.deadlineAt());
 
@@ -119,21 +121,36 @@ abstract class DebounceContract {
                         INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
                         VALUES (:id, :fire, :fire, 4, 'message', UTC_TIMESTAMP(6))
                         """)
-                .param("id", session).param("fire", dev.settle.schema.DbTime.utc(now.minusMillis(5))).update();
-        KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),
-                ProducerConfig.MAX_BLOCK_MS_CONFIG, 5000), new StringSerializer(), new StringSerializer()));
+                .param("id", session)
+                .param("fire", dev.settle.schema.DbTime.utc(now.minusMillis(5)))
+                .update();
+        KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        SharedInfra.kafkaBootstrap(),
+                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                        5000),
+                new StringSerializer(),
+                new StringSerializer()));
         try {
-            TimerFirer firer = new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS,
+            TimerFirer firer = new TimerFirer(
+                    jdbc,
+                    new DataSourceTransactionManager(dataSource),
+                    kafka,
+                    SETTINGS,
                     new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
             assertThat(firer.untilNextDue()).isEqualTo(Duration.ZERO);
             long due = jdbc.sql("SELECT COUNT(*) FROM debounce_timer WHERE fire_at <= UTC_TIMESTAMP(6)")
-                    .query(Long.class).single();
+                    .query(Long.class)
+                    .single();
             assertThat(firer.fireDue()).isEqualTo((int) due);
             assertThat(firer.fireDue()).isZero();
             assertThat(sessions.timer(session)).isEmpty();
-            assertThat(jdbc.sql("SELECT end_version FROM session_burst WHERE session_id = :id").param("id", session)
-                    .query(Long.class).list()).containsExactly(4L);
+            assertThat(jdbc.sql("SELECT end_version FROM session_burst WHERE session_id = :id")
+                            .param("id", session)
+                            .query(Long.class)
+                            .list())
+                    .containsExactly(4L);
             assertThat(firer.untilNextDue()).isPositive();
         } finally {
             kafka.destroy();
@@ -142,8 +159,8 @@ abstract class DebounceContract {
 
     @Test
     void the_sweeper_arms_a_due_timer_for_a_stranded_session_once_and_never_over_an_armed_one() {
-        StrandedSessionSweeper sweeper = new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1),
-                Duration.ofSeconds(5)));
+        StrandedSessionSweeper sweeper =
+                new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)));
         Instant old = sessions.dbNow().minusSeconds(60);
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long armed = sessions.insert(2, 0, 0, old, old, null, null);

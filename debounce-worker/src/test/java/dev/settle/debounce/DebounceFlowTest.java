@@ -32,9 +32,12 @@ class DebounceFlowTest {
 
     @BeforeAll
     static void start() {
-        worker = Workers.start(SharedInfra.newDatabase("flow"), GROUP, Map.of(
-                "settle.debounce.window", WINDOW.toMillis() + "ms",
-                "settle.debounce.maxwait", MAXWAIT.toMillis() + "ms"));
+        worker = Workers.start(
+                SharedInfra.newDatabase("flow"),
+                GROUP,
+                Map.of(
+                        "settle.debounce.window", WINDOW.toMillis() + "ms",
+                        "settle.debounce.maxwait", MAXWAIT.toMillis() + "ms"));
         sessions = new Sessions(Workers.jdbc(worker));
         ready = new ReadyEvents();
     }
@@ -48,7 +51,9 @@ class DebounceFlowTest {
     /** Once the sessions' timers are gone nothing more can fire for them: read the topic to its end. */
     private static List<SessionReady> allFiredFor(List<Long> ids) {
         await("timers of " + ids + " to fire")
-                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(10))
+                .pollInSameThread()
                 .until(() -> sessions.timers(ids) == 0);
         ready.drainToEnd();
         return ready.of(ids);

@@ -1,9 +1,9 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.DbTime;
 import dev.settle.contracts.MessageAccepted;
+import dev.settle.schema.DbTime;
+import dev.settle.schema.DebounceTiming;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -100,7 +100,9 @@ class DebounceTimersTest {
 
         Sessions.Timer a = sessions.timer(inOrder).orElseThrow();
         Sessions.Timer b = sessions.timer(shuffled).orElseThrow();
-        assertThat(b.fireAt()).isEqualTo(a.fireAt()).isEqualTo(T.plus(Duration.ofMillis(1200)).plus(WINDOW));
+        assertThat(b.fireAt())
+                .isEqualTo(a.fireAt())
+                .isEqualTo(T.plus(Duration.ofMillis(1200)).plus(WINDOW));
         assertThat(b.deadlineAt()).isEqualTo(a.deadlineAt());
         assertThat(b.armedVersion()).isEqualTo(a.armedVersion()).isEqualTo(3);
     }
@@ -145,8 +147,7 @@ class DebounceTimersTest {
         jdbc.sql("""
                         INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
                         VALUES (:id, :t, :t, 1, 'sweeper', :t)
-                        """)
-                .param("id", s).param("t", DbTime.utc(T)).update();
+                        """).param("id", s).param("t", DbTime.utc(T)).update();
 
         timers.arm(event(s, 2, Duration.ofSeconds(1)));
 

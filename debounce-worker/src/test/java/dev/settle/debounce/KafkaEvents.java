@@ -23,16 +23,20 @@ import static org.awaitility.Awaitility.await;
 final class KafkaEvents {
     private static KafkaProducer<String, String> producer;
 
-    private KafkaEvents() {
-    }
+    private KafkaEvents() {}
 
     private static synchronized KafkaProducer<String, String> producer() {
         if (producer == null) {
-            producer = new KafkaProducer<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),
-                    ProducerConfig.ACKS_CONFIG, "all",
-                    ProducerConfig.LINGER_MS_CONFIG, 0),
-                    new StringSerializer(), new StringSerializer());
+            producer = new KafkaProducer<>(
+                    Map.of(
+                            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                            SharedInfra.kafkaBootstrap(),
+                            ProducerConfig.ACKS_CONFIG,
+                            "all",
+                            ProducerConfig.LINGER_MS_CONFIG,
+                            0),
+                    new StringSerializer(),
+                    new StringSerializer());
         }
         return producer;
     }
@@ -43,7 +47,9 @@ final class KafkaEvents {
 
     static RecordMetadata send(String key, String value) {
         try {
-            return producer().send(new ProducerRecord<>(Topics.MESSAGE_ACCEPTED, key, value)).get();
+            return producer()
+                    .send(new ProducerRecord<>(Topics.MESSAGE_ACCEPTED, key, value))
+                    .get();
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
@@ -52,14 +58,18 @@ final class KafkaEvents {
     /** Waits until {@code group} has committed past {@code record}: the listener has processed it. */
     static void awaitProcessed(String group, RecordMetadata record) {
         TopicPartition tp = new TopicPartition(record.topic(), record.partition());
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-                SharedInfra.kafkaBootstrap()))) {
+        try (Admin admin =
+                Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap()))) {
             await(group + " to process " + tp + "@" + record.offset())
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> {
                         try {
                             OffsetAndMetadata committed = admin.listConsumerGroupOffsets(group)
-                                    .partitionsToOffsetAndMetadata().get().get(tp);
+                                    .partitionsToOffsetAndMetadata()
+                                    .get()
+                                    .get(tp);
                             return committed != null && committed.offset() > record.offset();
                         } catch (Exception e) {
                             throw new IllegalStateException(e);

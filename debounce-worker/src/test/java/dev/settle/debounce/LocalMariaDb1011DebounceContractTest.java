@@ -6,7 +6,10 @@ import dev.settle.testsupport.LocalMariaDb;
 class LocalMariaDb1011DebounceContractTest extends DebounceContract {
     @Override
     String[] database() {
-        return new String[] {LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011DebounceContractTest", "settle_debounce_"),
-                LocalMariaDb.USER, LocalMariaDb.PASSWORD};
+        return new String[] {
+            LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011DebounceContractTest", "settle_debounce_"),
+            LocalMariaDb.USER,
+            LocalMariaDb.PASSWORD
+        };
     }
 }

@@ -1,9 +1,9 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.contracts.MessageAccepted;
 import dev.settle.contracts.SessionReady;
+import dev.settle.schema.DebounceTiming;
 import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -35,23 +35,40 @@ class LocalMariaDb1011TimerTest {
 
     @Test
     void a_timer_armed_with_microseconds_keeps_them_and_fires_exactly_once() {
-        try (HikariDataSource ds = Databases.migratedAt(LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011TimerTest", "settle_timer_"))) {
+        try (HikariDataSource ds =
+                Databases.migratedAt(LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011TimerTest", "settle_timer_"))) {
             JdbcClient jdbc = JdbcClient.create(ds);
-            System.out.println("LocalMariaDb1011TimerTest ran on " + jdbc.sql("SELECT VERSION()").query(String.class).single());
+            System.out.println("LocalMariaDb1011TimerTest ran on "
+                    + jdbc.sql("SELECT VERSION()").query(String.class).single());
             Sessions sessions = new Sessions(jdbc);
             long session = sessions.insert(1, 0, 0, null, null, null, null);
             // accepted a window and a bit ago, at .123456 of a second: the timer is due now
-            Instant accepted = sessions.dbNow().minus(TIMING.window()).minusSeconds(1)
-                    .truncatedTo(ChronoUnit.SECONDS).plusNanos(123_456_000);
-            assertThat(new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted))).isTrue();
-            assertThat(sessions.timer(session)).get().extracting(Sessions.Timer::fireAt)
+            Instant accepted = sessions.dbNow()
+                    .minus(TIMING.window())
+                    .minusSeconds(1)
+                    .truncatedTo(ChronoUnit.SECONDS)
+                    .plusNanos(123_456_000);
+            assertThat(new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted)))
+                    .isTrue();
+            assertThat(sessions.timer(session))
+                    .get()
+                    .extracting(Sessions.Timer::fireAt)
                     .isEqualTo(accepted.plus(TIMING.window()));
 
-            KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),
-                    ProducerConfig.MAX_BLOCK_MS_CONFIG, 5000), new StringSerializer(), new StringSerializer()));
+            KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
+                    Map.of(
+                            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                            SharedInfra.kafkaBootstrap(),
+                            ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                            5000),
+                    new StringSerializer(),
+                    new StringSerializer()));
             try (ReadyEvents ready = new ReadyEvents()) {
-                TimerFirer firer = new TimerFirer(jdbc, new DataSourceTransactionManager(ds), kafka, SETTINGS,
+                TimerFirer firer = new TimerFirer(
+                        jdbc,
+                        new DataSourceTransactionManager(ds),
+                        kafka,
+                        SETTINGS,
                         new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
                 assertThat(firer.fireDue()).isEqualTo(1);
                 assertThat(firer.fireDue()).isZero();

@@ -25,6 +25,7 @@ class MariaDb114MySqlModeDebounceContractTest extends DebounceContract {
 
     @Test
     void the_connections_really_run_in_mysql_mode() {
-        assertThat(jdbc.sql("SELECT @@session.sql_mode").query(String.class).single()).isEqualTo(MYSQL_84_SQL_MODE);
+        assertThat(jdbc.sql("SELECT @@session.sql_mode").query(String.class).single())
+                .isEqualTo(MYSQL_84_SQL_MODE);
     }
 }

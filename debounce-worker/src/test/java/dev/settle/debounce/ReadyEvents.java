@@ -34,23 +34,30 @@ final class ReadyEvents implements AutoCloseable {
 
     ReadyEvents() {
         ensureTopic();
-        consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap(),
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false,
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"),
-                new StringDeserializer(), new StringDeserializer());
+        consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        SharedInfra.kafkaBootstrap(),
+                        ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                        false,
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_committed"),
+                new StringDeserializer(),
+                new StringDeserializer());
         List<TopicPartition> partitions = consumer.partitionsFor(Topics.SESSION_READY).stream()
-                .map(p -> new TopicPartition(p.topic(), p.partition())).toList();
+                .map(p -> new TopicPartition(p.topic(), p.partition()))
+                .toList();
         consumer.assign(partitions);
         consumer.seekToBeginning(partitions);
     }
 
     /** Tests that run before any worker context did have no topic yet; create it as Topology would. */
     private static void ensureTopic() {
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-                SharedInfra.kafkaBootstrap()))) {
+        try (Admin admin =
+                Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, SharedInfra.kafkaBootstrap()))) {
             admin.createTopics(List.of(new NewTopic(Topics.SESSION_READY, Topics.PARTITIONS, (short) 1)))
-                    .all().get();
+                    .all()
+                    .get();
         } catch (ExecutionException e) {
             if (!(e.getCause() instanceof TopicExistsException)) {
                 throw new IllegalStateException(e);
@@ -80,14 +87,18 @@ final class ReadyEvents implements AutoCloseable {
     /** Polls until every one of these sessions has at least one event; returns the first event of each. */
     List<SessionReady> awaitFirst(Collection<Long> sessionIds) {
         await("SessionReady for " + sessionIds.size() + " session(s)")
-                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(10))
+                .pollInSameThread()
                 .until(() -> {
                     poll(Duration.ofMillis(50));
-                    return of(sessionIds).stream().map(SessionReady::sessionId).distinct().count() == sessionIds.size();
+                    return of(sessionIds).stream()
+                                    .map(SessionReady::sessionId)
+                                    .distinct()
+                                    .count()
+                            == sessionIds.size();
                 });
-        return sessionIds.stream()
-                .map(id -> of(id).getFirst())
-                .toList();
+        return sessionIds.stream().map(id -> of(id).getFirst()).toList();
     }
 
     SessionReady awaitFirst(long sessionId) {
@@ -98,7 +109,9 @@ final class ReadyEvents implements AutoCloseable {
     void drainToEnd() {
         Map<TopicPartition, Long> end = consumer.endOffsets(consumer.assignment());
         await("the session-ready topic to be read to its end")
-                .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(10))
+                .pollInSameThread()
                 .until(() -> {
                     poll(Duration.ofMillis(50));
                     return end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue());

@@ -1,9 +1,9 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.DebounceTiming;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.DbTime;
 import dev.settle.contracts.MessageAccepted;
+import dev.settle.schema.DbTime;
+import dev.settle.schema.DebounceTiming;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -39,6 +39,7 @@ class RowLockChainTest {
     private static HikariDataSource migrated;
     /** The worker's pool: the server's default isolation (REPEATABLE READ), as the debounce worker runs. */
     private static HikariDataSource worker;
+
     private static JdbcClient jdbc;
     private static Sessions sessions;
 
@@ -65,8 +66,8 @@ class RowLockChainTest {
         Instant old = sessions.dbNow().minusSeconds(1);
         long session = sessions.insert(2, 0, 0, old, old, null, null);
         armDueTimer(session);
-        DebounceTimers timers = new DebounceTimers(jdbc,
-                new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10)));
+        DebounceTimers timers =
+                new DebounceTimers(jdbc, new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10)));
 
         whileTheFirerHoldsTheTimer(session, () -> timers.arm(new MessageAccepted(session, 2, old, old)), true);
 
@@ -79,13 +80,17 @@ class RowLockChainTest {
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long firing = sessions.insert(2, 0, 0, old, old, null, null);
         armDueTimer(firing);
-        StrandedSessionSweeper sweeper = new StrandedSessionSweeper(jdbc,
-                new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)));
+        StrandedSessionSweeper sweeper =
+                new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)));
 
-        whileTheFirerHoldsTheTimer(firing, () -> {
-            // ingest's upsert of the stranded session, racing the sweep that reads it
-            return sweeper.sweep();
-        }, false, stranded);
+        whileTheFirerHoldsTheTimer(
+                firing,
+                () -> {
+                    // ingest's upsert of the stranded session, racing the sweep that reads it
+                    return sweeper.sweep();
+                },
+                false,
+                stranded);
 
         assertThat(sessions.timer(stranded).orElseThrow().armedBy()).isEqualTo("sweeper");
         assertThat(sessions.timer(firing).orElseThrow().armedBy()).isEqualTo("window");
@@ -95,7 +100,9 @@ class RowLockChainTest {
         jdbc.sql("""
                         INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
                         VALUES (:id, :due, :due, 1, 'window', UTC_TIMESTAMP(6))""")
-                .param("id", session).param("due", DbTime.utc(sessions.dbNow())).update();
+                .param("id", session)
+                .param("due", DbTime.utc(sessions.dbNow()))
+                .update();
     }
 
     /**
@@ -103,24 +110,27 @@ class RowLockChainTest {
      * it queues on the locked row ({@code mustQueue}) or finishes, then updates each of {@code ingestSessions}
      * (default: the timer's session) as ingest's upsert does and requires each update to finish at once.
      */
-    private static void whileTheFirerHoldsTheTimer(long timerSession, Supplier<?> writer, boolean mustQueue,
-                                                   long... ingestSessions) throws Exception {
+    private static void whileTheFirerHoldsTheTimer(
+            long timerSession, Supplier<?> writer, boolean mustQueue, long... ingestSessions) throws Exception {
         long[] updated = ingestSessions.length == 0 ? new long[] {timerSession} : ingestSessions;
         try (ExecutorService pool = Executors.newSingleThreadExecutor();
-             Connection firer = worker.getConnection();
-             Connection ingest = worker.getConnection()) {
+                Connection firer = worker.getConnection();
+                Connection ingest = worker.getConnection()) {
             firer.setAutoCommit(false);
             try (Statement st = firer.createStatement()) {
                 st.executeQuery("SELECT session_id FROM debounce_timer WHERE session_id = " + timerSession
-                        + " FOR UPDATE").close();
+                                + " FOR UPDATE")
+                        .close();
             }
             Future<?> write = pool.submit(writer::get);
             if (mustQueue) {
-                await("the writer queues on the locked timer row").atMost(Duration.ofSeconds(30))
+                await("the writer queues on the locked timer row")
+                        .atMost(Duration.ofSeconds(30))
                         .failFast("the writer finished instead of queueing on the locked timer row", write::isDone)
                         .until(() -> count(TIMER_LOCK_WAITS) == 1);
             } else {
-                await("the writer queues on the locked timer row or finishes").atMost(Duration.ofSeconds(30))
+                await("the writer queues on the locked timer row or finishes")
+                        .atMost(Duration.ofSeconds(30))
                         .until(() -> write.isDone() || count(TIMER_LOCK_WAITS) == 1);
             }
             try (Statement st = ingest.createStatement()) {
@@ -131,7 +141,9 @@ class RowLockChainTest {
                             + "last_message_at = UTC_TIMESTAMP(6) WHERE id = " + session);
                     long ms = Duration.ofNanos(System.nanoTime() - started).toMillis();
                     assertThat(rows).isEqualTo(1);
-                    assertThat(ms).as("ingest's upsert of session %d waited %d ms", session, ms).isLessThan(1000);
+                    assertThat(ms)
+                            .as("ingest's upsert of session %d waited %d ms", session, ms)
+                            .isLessThan(1000);
                 }
             }
             firer.rollback();

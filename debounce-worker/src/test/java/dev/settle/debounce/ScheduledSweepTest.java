@@ -22,9 +22,11 @@ class ScheduledSweepTest {
     @Test
     void scheduled_sweep_wakes_a_session_whose_agent_died_without_any_event() {
         String group = "debounce-sweep-" + System.nanoTime();
-        try (ConfigurableApplicationContext worker = Workers.start(SharedInfra.newDatabase("scheduled_sweep"), group,
-                Map.of("settle.sweeper.interval", "200ms", "settle.sweeper.grace", "1s"));
-             ReadyEvents ready = new ReadyEvents()) {
+        try (ConfigurableApplicationContext worker = Workers.start(
+                        SharedInfra.newDatabase("scheduled_sweep"),
+                        group,
+                        Map.of("settle.sweeper.interval", "200ms", "settle.sweeper.grace", "1s"));
+                ReadyEvents ready = new ReadyEvents()) {
             Sessions sessions = new Sessions(Workers.jdbc(worker));
             Instant now = sessions.dbNow();
             Instant old = now.minusSeconds(30);
@@ -33,7 +35,9 @@ class ScheduledSweepTest {
             SessionReady fired = ready.awaitFirst(s);
             sessions.markAnswered(s);
             await("the last sweeper timer to fire")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> sessions.timer(s).isEmpty());
             ready.drainToEnd();
 

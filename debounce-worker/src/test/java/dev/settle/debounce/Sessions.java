@@ -1,7 +1,7 @@
 package dev.settle.debounce;
 
-import dev.settle.schema.DbTime;
 import dev.settle.contracts.MessageAccepted;
+import dev.settle.schema.DbTime;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
 import java.time.Instant;
@@ -21,8 +21,7 @@ import java.util.stream.IntStream;
 final class Sessions {
     private static final AtomicLong NEXT_ID = new AtomicLong(1_000_000);
 
-    record Timer(Instant fireAt, Instant deadlineAt, long armedVersion, String armedBy, Instant armedAt) {
-    }
+    record Timer(Instant fireAt, Instant deadlineAt, long armedVersion, String armedBy, Instant armedAt) {}
 
     private final JdbcClient jdbc;
 
@@ -31,7 +30,10 @@ final class Sessions {
     }
 
     Instant dbNow() {
-        return jdbc.sql("SELECT UTC_TIMESTAMP(6)").query(LocalDateTime.class).single().toInstant(ZoneOffset.UTC);
+        return jdbc.sql("SELECT UTC_TIMESTAMP(6)")
+                .query(LocalDateTime.class)
+                .single()
+                .toInstant(ZoneOffset.UTC);
     }
 
     /** A session with no messages yet. */
@@ -39,8 +41,14 @@ final class Sessions {
         return insert(0, 0, 0, null, null, null, null);
     }
 
-    long insert(long version, long repliedVersion, long failedVersion, Instant oldestUnansweredAt,
-                Instant lastMessageAt, String leaseToken, Instant leaseExpiresAt) {
+    long insert(
+            long version,
+            long repliedVersion,
+            long failedVersion,
+            Instant oldestUnansweredAt,
+            Instant lastMessageAt,
+            String leaseToken,
+            Instant leaseExpiresAt) {
         long id = NEXT_ID.incrementAndGet();
         jdbc.sql("""
                         INSERT INTO chat_session (id, tenant_id, external_id, version, replied_version, failed_version,
@@ -49,10 +57,15 @@ final class Sessions {
                         VALUES (:id, 'test', :ext, :version, :replied, :failed, :oldest, :last, :token, :expires,
                                 UTC_TIMESTAMP(6))
                         """)
-                .param("id", id).param("ext", "s-" + id).param("version", version)
-                .param("replied", repliedVersion).param("failed", failedVersion)
-                .param("oldest", DbTime.utc(oldestUnansweredAt)).param("last", DbTime.utc(lastMessageAt))
-                .param("token", leaseToken).param("expires", DbTime.utc(leaseExpiresAt))
+                .param("id", id)
+                .param("ext", "s-" + id)
+                .param("version", version)
+                .param("replied", repliedVersion)
+                .param("failed", failedVersion)
+                .param("oldest", DbTime.utc(oldestUnansweredAt))
+                .param("last", DbTime.utc(lastMessageAt))
+                .param("token", leaseToken)
+                .param("expires", DbTime.utc(leaseExpiresAt))
                 .update();
         return id;
     }
@@ -68,8 +81,11 @@ final class Sessions {
                         """).param("id", sessionId).update();
         return jdbc.sql("SELECT version, last_message_at, oldest_unanswered_at FROM chat_session WHERE id = :id")
                 .param("id", sessionId)
-                .query((rs, n) -> new MessageAccepted(sessionId, rs.getLong("version"),
-                        DbTime.instant(rs, "last_message_at"), DbTime.instant(rs, "oldest_unanswered_at")))
+                .query((rs, n) -> new MessageAccepted(
+                        sessionId,
+                        rs.getLong("version"),
+                        DbTime.instant(rs, "last_message_at"),
+                        DbTime.instant(rs, "oldest_unanswered_at")))
                 .single();
     }
 
@@ -81,21 +97,27 @@ final class Sessions {
                         + "', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
                 .collect(Collectors.joining(",\n"));
         jdbc.sql("INSERT INTO chat_session (id, tenant_id, external_id, version, oldest_unanswered_at, "
-                + "last_message_at, created_at) VALUES " + rows).update();
+                        + "last_message_at, created_at) VALUES " + rows)
+                .update();
         return jdbc.sql("""
                         SELECT id, version, last_message_at, oldest_unanswered_at
                           FROM chat_session WHERE id > :base AND id <= :last ORDER BY id
                         """)
-                .param("base", base).param("last", base + count)
-                .query((rs, n) -> new MessageAccepted(rs.getLong("id"), rs.getLong("version"),
-                        DbTime.instant(rs, "last_message_at"), DbTime.instant(rs, "oldest_unanswered_at")))
+                .param("base", base)
+                .param("last", base + count)
+                .query((rs, n) -> new MessageAccepted(
+                        rs.getLong("id"),
+                        rs.getLong("version"),
+                        DbTime.instant(rs, "last_message_at"),
+                        DbTime.instant(rs, "oldest_unanswered_at")))
                 .list();
     }
 
     /** What agent-worker does when a reply commits: everything up to the current version is answered. */
     void markAnswered(long sessionId) {
         jdbc.sql("UPDATE chat_session SET replied_version = version, oldest_unanswered_at = NULL WHERE id = :id")
-                .param("id", sessionId).update();
+                .param("id", sessionId)
+                .update();
     }
 
     Optional<Timer> timer(long sessionId) {
@@ -104,13 +126,19 @@ final class Sessions {
                           FROM debounce_timer WHERE session_id = :id
                         """)
                 .param("id", sessionId)
-                .query((rs, n) -> new Timer(DbTime.instant(rs, "fire_at"), DbTime.instant(rs, "deadline_at"),
-                        rs.getLong("armed_version"), rs.getString("armed_by"), DbTime.instant(rs, "armed_at")))
+                .query((rs, n) -> new Timer(
+                        DbTime.instant(rs, "fire_at"),
+                        DbTime.instant(rs, "deadline_at"),
+                        rs.getLong("armed_version"),
+                        rs.getString("armed_by"),
+                        DbTime.instant(rs, "armed_at")))
                 .optional();
     }
 
     long timers(Collection<Long> sessionIds) {
         return jdbc.sql("SELECT COUNT(*) FROM debounce_timer WHERE session_id IN (:ids)")
-                .param("ids", sessionIds).query(Long.class).single();
+                .param("ids", sessionIds)
+                .query(Long.class)
+                .single();
     }
 }

@@ -18,28 +18,31 @@ class SettingsBindingTest {
 
     private static Binder binder(Map<String, Object> env) {
         StandardEnvironment environment = new StandardEnvironment();
-        environment.getPropertySources().addFirst(new SystemEnvironmentPropertySource(
-                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME + "-test", env));
-        environment.getPropertySources().addLast(new MapPropertySource("defaults",
-                DebounceWorkerApplication.defaultProperties()));
+        environment
+                .getPropertySources()
+                .addFirst(new SystemEnvironmentPropertySource(
+                        StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME + "-test", env));
+        environment
+                .getPropertySources()
+                .addLast(new MapPropertySource("defaults", DebounceWorkerApplication.defaultProperties()));
         return new Binder(ConfigurationPropertySources.get(environment));
     }
 
     @Test
     void defaults_are_window_1500ms_maxwait_10s_poll_20ms_batch_200_sweep_2s_grace_5s() {
         Binder binder = binder(Map.of());
-        assertThat(binder.bindOrCreate("settle.debounce", DebounceTiming.class)).isEqualTo(
-                new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)));
-        assertThat(binder.bindOrCreate("settle.debounce", DebounceSettings.class)).isEqualTo(
-                new DebounceSettings(Duration.ofMillis(20), 200));
-        assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class)).isEqualTo(
-                new SweeperSettings(Duration.ofSeconds(2), Duration.ofSeconds(5)));
+        assertThat(binder.bindOrCreate("settle.debounce", DebounceTiming.class))
+                .isEqualTo(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)));
+        assertThat(binder.bindOrCreate("settle.debounce", DebounceSettings.class))
+                .isEqualTo(new DebounceSettings(Duration.ofMillis(20), 200));
+        assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class))
+                .isEqualTo(new SweeperSettings(Duration.ofSeconds(2), Duration.ofSeconds(5)));
     }
 
     @Test
     void environment_variables_override_the_defaults() {
-        Binder binder = binder(Map.of("SETTLE_DEBOUNCE_WINDOW", "2s", "SETTLE_DEBOUNCE_MAXWAIT", "30s",
-                "SETTLE_SWEEPER_GRACE", "9s"));
+        Binder binder = binder(
+                Map.of("SETTLE_DEBOUNCE_WINDOW", "2s", "SETTLE_DEBOUNCE_MAXWAIT", "30s", "SETTLE_SWEEPER_GRACE", "9s"));
         DebounceTiming debounce = binder.bindOrCreate("settle.debounce", DebounceTiming.class);
         assertThat(debounce.window()).isEqualTo(Duration.ofSeconds(2));
         assertThat(debounce.maxwait()).isEqualTo(Duration.ofSeconds(30));

@@ -47,8 +47,7 @@ class StrandedSessionSweeperTest {
         jdbc.sql("""
                         INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
                         VALUES (:id, :fire, :fire, 1, 'message', UTC_TIMESTAMP(6))
-                        """)
-                .param("id", timed).param("fire", DbTime.utc(farFire)).update();
+                        """).param("id", timed).param("fire", DbTime.utc(farFire)).update();
 
         Instant before = sessions.dbNow();
         assertThat(sweeper.sweep()).isEqualTo(2);

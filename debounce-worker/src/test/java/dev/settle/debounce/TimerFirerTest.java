@@ -1,8 +1,8 @@
 package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.settle.schema.DbTime;
 import dev.settle.contracts.SessionReady;
+import dev.settle.schema.DbTime;
 import dev.settle.testsupport.SharedInfra;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -52,14 +52,16 @@ class TimerFirerTest {
     /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper. */
     private static List<Double> fires(MeterRegistry meters) {
         return List.of("window", "maxwait", "sweeper").stream()
-                .map(cause -> meters.counter("settle.debounce.fires", "cause", cause).count()).toList();
+                .map(cause ->
+                        meters.counter("settle.debounce.fires", "cause", cause).count())
+                .toList();
     }
 
     private static KafkaTemplate<String, String> kafka(String bootstrap) {
-        return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                ProducerConfig.MAX_BLOCK_MS_CONFIG, 1000),
-                new StringSerializer(), new StringSerializer()));
+        return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
+                Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.MAX_BLOCK_MS_CONFIG, 1000),
+                new StringSerializer(),
+                new StringSerializer()));
     }
 
     private static void timer(long session, Instant fireAt, Instant deadlineAt, long version, String armedBy) {
@@ -67,8 +69,12 @@ class TimerFirerTest {
                         INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
                         VALUES (:id, :fire, :deadline, :version, :by, UTC_TIMESTAMP(6))
                         """)
-                .param("id", session).param("fire", DbTime.utc(fireAt)).param("deadline", DbTime.utc(deadlineAt))
-                .param("version", version).param("by", armedBy).update();
+                .param("id", session)
+                .param("fire", DbTime.utc(fireAt))
+                .param("deadline", DbTime.utc(deadlineAt))
+                .param("version", version)
+                .param("by", armedBy)
+                .update();
     }
 
     @Test
@@ -101,16 +107,17 @@ class TimerFirerTest {
             assertThat(firer.fireDue()).isEqualTo(3);
             assertThat(firer.fireDue()).isZero();
             assertThat(firer.firedCount()).isEqualTo(3);
-            assertThat(fires(meters)).as("fires by cause: window, maxwait, sweeper").containsExactly(1.0, 1.0, 1.0);
+            assertThat(fires(meters))
+                    .as("fires by cause: window, maxwait, sweeper")
+                    .containsExactly(1.0, 1.0, 1.0);
 
             assertThat(sessions.timers(due)).isZero();
             assertThat(sessions.timer(notDue)).isPresent();
             ready.drainToEnd();
-            assertThat(ready.of(due)).extracting(SessionReady::sessionId, SessionReady::version, SessionReady::cause)
+            assertThat(ready.of(due))
+                    .extracting(SessionReady::sessionId, SessionReady::version, SessionReady::cause)
                     .containsExactlyInAnyOrder(
-                            tuple(window, 2L, "window"),
-                            tuple(maxwait, 7L, "maxwait"),
-                            tuple(sweeper, 4L, "sweeper"));
+                            tuple(window, 2L, "window"), tuple(maxwait, 7L, "maxwait"), tuple(sweeper, 4L, "sweeper"));
             assertThat(ready.of(due)).extracting(SessionReady::firedAt).allMatch(t -> !t.isBefore(before));
         } finally {
             broker.destroy();

@@ -23,8 +23,8 @@ class TimersSurviveRestartTest {
     void timer_armed_before_a_restart_fires_exactly_once_after_it() {
         String url = SharedInfra.newDatabase("restart");
         String group = "debounce-restart-" + System.nanoTime();
-        Map<String, Object> props = Map.of("settle.debounce.window", WINDOW.toMillis() + "ms",
-                "settle.debounce.maxwait", "10s");
+        Map<String, Object> props =
+                Map.of("settle.debounce.window", WINDOW.toMillis() + "ms", "settle.debounce.maxwait", "10s");
         ConfigurableApplicationContext first = Workers.start(url, group, props);
         Sessions sessions = new Sessions(JdbcClient.create(new DriverManagerDataSource(url, "root", "")));
         try (ReadyEvents ready = new ReadyEvents()) {
@@ -44,7 +44,9 @@ class TimersSurviveRestartTest {
             try (ConfigurableApplicationContext second = Workers.start(url, group, props)) {
                 SessionReady fired = ready.awaitFirst(s);
                 await("the timer row to go")
-                        .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                        .atMost(Duration.ofSeconds(20))
+                        .pollInterval(Duration.ofMillis(10))
+                        .pollInSameThread()
                         .until(() -> sessions.timer(s).isEmpty());
                 ready.drainToEnd();
 

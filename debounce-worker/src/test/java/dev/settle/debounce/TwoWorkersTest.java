@@ -27,11 +27,18 @@ class TwoWorkersTest {
         String url = SharedInfra.newDatabase("two_workers");
         String group = "debounce-two-" + System.nanoTime();
         // Small batches and the same due time for all: the two firers race for the same rows many times.
-        Map<String, Object> props = Map.of("settle.debounce.window", "1s", "settle.debounce.maxwait", "10s",
-                "settle.debounce.batch-size", "10", "settle.debounce.poll-interval", "5ms");
+        Map<String, Object> props = Map.of(
+                "settle.debounce.window",
+                "1s",
+                "settle.debounce.maxwait",
+                "10s",
+                "settle.debounce.batch-size",
+                "10",
+                "settle.debounce.poll-interval",
+                "5ms");
         try (ConfigurableApplicationContext a = Workers.start(url, group, props);
-             ConfigurableApplicationContext b = Workers.start(url, group, props);
-             ReadyEvents ready = new ReadyEvents()) {
+                ConfigurableApplicationContext b = Workers.start(url, group, props);
+                ReadyEvents ready = new ReadyEvents()) {
             Sessions sessions = new Sessions(Workers.jdbc(a));
             List<MessageAccepted> events = sessions.acceptMany(SESSIONS);
             List<Long> ids = events.stream().map(MessageAccepted::sessionId).toList();
@@ -50,7 +57,9 @@ class TwoWorkersTest {
 
             ready.awaitFirst(ids);
             await("every timer to fire")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> sessions.timers(ids) == 0);
             ready.drainToEnd();
 

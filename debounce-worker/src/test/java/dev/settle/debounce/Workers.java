@@ -10,8 +10,7 @@ import java.util.Map;
 
 /** Starts debounce-worker the way the launcher does: default properties, then overrides. */
 final class Workers {
-    private Workers() {
-    }
+    private Workers() {}
 
     static ConfigurableApplicationContext start(String jdbcUrl, String group, Map<String, Object> overrides) {
         Map<String, Object> p = new LinkedHashMap<>();

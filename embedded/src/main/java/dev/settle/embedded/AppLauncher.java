@@ -40,9 +40,11 @@ public final class AppLauncher implements AutoCloseable {
      *
      * @param initializers run on the context before it refreshes (e.g. to register extra singletons)
      */
-    public synchronized ConfigurableApplicationContext start(Class<?> app, Map<String, ?> defaults,
-                                                             Map<String, ?> extra,
-                                                             ApplicationContextInitializer<?>... initializers) {
+    public synchronized ConfigurableApplicationContext start(
+            Class<?> app,
+            Map<String, ?> defaults,
+            Map<String, ?> extra,
+            ApplicationContextInitializer<?>... initializers) {
         Map<String, Object> props = new HashMap<>(defaults);
         props.putAll(shared);
         props.putAll(extra);
@@ -52,15 +54,18 @@ public final class AppLauncher implements AutoCloseable {
     }
 
     /** Starts one application on its own (defaults, then {@code extra}); the caller closes the context. */
-    public static ConfigurableApplicationContext run(Class<?> app, Map<String, ?> defaults, Map<String, ?> extra,
-                                                     ApplicationContextInitializer<?>... initializers) {
+    public static ConfigurableApplicationContext run(
+            Class<?> app,
+            Map<String, ?> defaults,
+            Map<String, ?> extra,
+            ApplicationContextInitializer<?>... initializers) {
         Map<String, Object> props = new HashMap<>(defaults);
         props.putAll(extra);
         return launch(app, props, initializers);
     }
 
-    private static ConfigurableApplicationContext launch(Class<?> app, Map<String, Object> props,
-                                                         ApplicationContextInitializer<?>[] initializers) {
+    private static ConfigurableApplicationContext launch(
+            Class<?> app, Map<String, Object> props, ApplicationContextInitializer<?>[] initializers) {
         SpringApplicationBuilder builder = new SpringApplicationBuilder(app)
                 .properties(props)
                 .initializers(initializers)

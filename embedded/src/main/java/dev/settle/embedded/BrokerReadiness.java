@@ -11,8 +11,7 @@ import java.util.function.Supplier;
 
 /** Waits until a Kafka broker answers: one rule for the in-process broker and the broker in a child process. */
 public final class BrokerReadiness {
-    private BrokerReadiness() {
-    }
+    private BrokerReadiness() {}
 
     /**
      * Waits until the broker at {@code bootstrapServers} answers {@code describeCluster} with itself and, with
@@ -22,8 +21,8 @@ public final class BrokerReadiness {
      * @param alive  throws when the broker cannot come up any more (its process died); called before each look
      * @param detail appended to the timeout's message (e.g. the broker's log)
      */
-    public static void await(String bootstrapServers, Duration timeout, boolean groups, Runnable alive,
-                             Supplier<String> detail) {
+    public static void await(
+            String bootstrapServers, Duration timeout, boolean groups, Runnable alive, Supplier<String> detail) {
         long deadline = System.nanoTime() + timeout.toNanos();
         try (Admin admin = Admin.create(Map.of(
                 AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
@@ -33,10 +32,13 @@ public final class BrokerReadiness {
             while (true) {
                 alive.run();
                 try {
-                    if (!admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes()
-                            .get(3, TimeUnit.SECONDS).isEmpty()) {
+                    if (!admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000))
+                            .nodes()
+                            .get(3, TimeUnit.SECONDS)
+                            .isEmpty()) {
                         if (groups) {
-                            admin.listConsumerGroupOffsets("settle-embedded-ready").partitionsToOffsetAndMetadata()
+                            admin.listConsumerGroupOffsets("settle-embedded-ready")
+                                    .partitionsToOffsetAndMetadata()
                                     .get(3, TimeUnit.SECONDS);
                         }
                         return;
@@ -48,8 +50,8 @@ public final class BrokerReadiness {
                     // not up yet
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the Kafka broker at " + bootstrapServers + " did not answer within "
-                            + timeout + detail.get());
+                    throw new IllegalStateException("the Kafka broker at " + bootstrapServers
+                            + " did not answer within " + timeout + detail.get());
                 }
                 try {
                     Thread.sleep(50);

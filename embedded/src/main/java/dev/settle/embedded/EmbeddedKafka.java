@@ -2,9 +2,6 @@ package dev.settle.embedded;
 
 import kafka.server.KafkaConfig;
 import kafka.server.KafkaRaftServer;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.metadata.storage.Formatter;
@@ -20,7 +17,6 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
@@ -119,7 +115,7 @@ public final class EmbeddedKafka implements AutoCloseable {
 
     /** Waits until the broker answers and coordinates consumer groups. */
     private void awaitReady() {
-        BrokerReadiness.await(bootstrapServers(), READY_TIMEOUT, true, () -> { }, () -> "");
+        BrokerReadiness.await(bootstrapServers(), READY_TIMEOUT, true, () -> {}, () -> "");
     }
 
     /** {@code host:port} of the PLAINTEXT listener. */

@@ -74,8 +74,8 @@ public final class EmbeddedMariaDb implements AutoCloseable {
      */
     public static void stopLeftoverServer(Path home) {
         serversOn(home).forEach(p -> {
-            System.out.println("[settle] stopping the MariaDB server (pid " + p.pid() + ") left running on "
-                    + home + " by a process that was killed");
+            System.out.println("[settle] stopping the MariaDB server (pid " + p.pid() + ") left running on " + home
+                    + " by a process that was killed");
             p.destroy();
             if (!awaitExit(p)) {
                 p.destroyForcibly();
@@ -88,7 +88,10 @@ public final class EmbeddedMariaDb implements AutoCloseable {
     public static List<ProcessHandle> serversOn(Path home) {
         String datadirArg = "--datadir=" + canonical(home.resolve("data"));
         return ProcessHandle.allProcesses()
-                .filter(p -> p.info().arguments().map(args -> List.of(args).contains(datadirArg)).orElse(false))
+                .filter(p -> p.info()
+                        .arguments()
+                        .map(args -> List.of(args).contains(datadirArg))
+                        .orElse(false))
                 .toList();
     }
 
@@ -138,7 +141,7 @@ public final class EmbeddedMariaDb implements AutoCloseable {
             throw new IllegalArgumentException("bad database name " + database);
         }
         try (Connection c = DriverManager.getConnection(serverUrl, "root", "");
-             Statement s = c.createStatement()) {
+                Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE IF NOT EXISTS `" + database
                     + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci");
         } catch (SQLException e) {

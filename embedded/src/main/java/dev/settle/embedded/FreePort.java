@@ -6,8 +6,7 @@ import java.net.ServerSocket;
 
 /** A port that was free a moment ago on the loopback interface. */
 public final class FreePort {
-    private FreePort() {
-    }
+    private FreePort() {}
 
     public static int find() {
         try (ServerSocket socket = new ServerSocket(0)) {

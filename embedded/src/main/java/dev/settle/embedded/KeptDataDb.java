@@ -63,6 +63,5 @@ final class KeptDataDb extends DB {
     }
 
     @Override
-    protected void cleanupOnExit() {
-    }
+    protected void cleanupOnExit() {}
 }

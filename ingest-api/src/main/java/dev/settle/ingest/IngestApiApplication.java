@@ -16,13 +16,13 @@ import java.util.Map;
  * application adds (there is no application.properties, because the quickstart runs all three applications from
  * one classpath).
  */
-@SpringBootApplication(excludeName = "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration")
+@SpringBootApplication(
+        excludeName = "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration")
 @EnableConfigurationProperties(IngestSettings.class)
 @Import({Topology.class, Operations.class})
 public class IngestApiApplication {
     /** {@code SETTLE_MANAGEMENT_PORT}: where actuator (health, Prometheus) is served; never the API port. */
     public static final int DEFAULT_MANAGEMENT_PORT = 9080;
-
 
     public static Map<String, Object> defaultProperties() {
         Map<String, Object> p = SettleDefaults.properties();

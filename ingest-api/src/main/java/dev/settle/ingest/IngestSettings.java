@@ -17,10 +17,16 @@ import java.util.Set;
  * @param idempotency    how long Idempotency-Keys are honoured ({@code SETTLE_IDEMPOTENCY_*})
  */
 @ConfigurationProperties("settle")
-public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBytes,
-                             @DefaultValue("16000") int maxTextChars, @DefaultValue Policy policy,
-                             @DefaultValue Events events, String adminKey, @DefaultValue Limits limits,
-                             @DefaultValue Auth auth, @DefaultValue Idempotency idempotency) {
+public record IngestSettings(
+        String apiKey,
+        @DefaultValue("65536") int maxBodyBytes,
+        @DefaultValue("16000") int maxTextChars,
+        @DefaultValue Policy policy,
+        @DefaultValue Events events,
+        String adminKey,
+        @DefaultValue Limits limits,
+        @DefaultValue Auth auth,
+        @DefaultValue Idempotency idempotency) {
     public static final Set<String> POLICIES = dev.settle.schema.Policies.ALL;
 
     public IngestSettings {
@@ -30,7 +36,8 @@ public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBy
     }
 
     /** @param defaultPolicy double-texting policy of sessions that set none ({@code SETTLE_POLICY_DEFAULT}) */
-    public record Policy(@DefaultValue("merge") @Name("default") String defaultPolicy) {
+    public record Policy(
+            @DefaultValue("merge") @Name("default") String defaultPolicy) {
         public Policy {
             if (!POLICIES.contains(defaultPolicy)) {
                 throw new IllegalStateException("settle.policy.default must be one of " + POLICIES);
@@ -44,11 +51,15 @@ public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBy
      * @param rate                 requests per second per tenant and ingest instance; 0 = unlimited
      * @param burst                requests a tenant may save up
      */
-    public record Limits(@DefaultValue("100") int maxUnanswered, @DefaultValue("5s") Duration unansweredRetryAfter,
-                         @DefaultValue("100") double rate, @DefaultValue("200") int burst) {
+    public record Limits(
+            @DefaultValue("100") int maxUnanswered,
+            @DefaultValue("5s") Duration unansweredRetryAfter,
+            @DefaultValue("100") double rate,
+            @DefaultValue("200") int burst) {
         public Limits {
             if (maxUnanswered < 1 || rate < 0 || burst < 1) {
-                throw new IllegalStateException("settle.limits: max-unanswered and burst must be at least 1, rate at least 0");
+                throw new IllegalStateException(
+                        "settle.limits: max-unanswered and burst must be at least 1, rate at least 0");
             }
         }
     }
@@ -57,10 +68,15 @@ public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBy
      * @param retention     an Idempotency-Key is honoured this long after the message it created; then forgotten
      * @param purgeInterval how often each ingest instance forgets the keys past the retention
      */
-    public record Idempotency(@DefaultValue("24h") Duration retention, @DefaultValue("10m") Duration purgeInterval) {
+    public record Idempotency(
+            @DefaultValue("24h") Duration retention,
+            @DefaultValue("10m") Duration purgeInterval) {
         public Idempotency {
-            if (retention.compareTo(Duration.ofMinutes(1)) < 0 || purgeInterval.isNegative() || purgeInterval.isZero()) {
-                throw new IllegalStateException("settle.idempotency: retention must be at least 1m, purge-interval positive");
+            if (retention.compareTo(Duration.ofMinutes(1)) < 0
+                    || purgeInterval.isNegative()
+                    || purgeInterval.isZero()) {
+                throw new IllegalStateException(
+                        "settle.idempotency: retention must be at least 1m, purge-interval positive");
             }
         }
     }
@@ -69,10 +85,13 @@ public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBy
      * @param failureRate  failed authentications per second a client address gets back; 0 = unlimited
      * @param failureBurst failed authentications a client address may make in a row before it must wait (429)
      */
-    public record Auth(@DefaultValue("1") double failureRate, @DefaultValue("20") int failureBurst) {
+    public record Auth(
+            @DefaultValue("1") double failureRate,
+            @DefaultValue("20") int failureBurst) {
         public Auth {
             if (failureRate < 0 || failureBurst < 1) {
-                throw new IllegalStateException("settle.auth: failure-rate must be at least 0, failure-burst at least 1");
+                throw new IllegalStateException(
+                        "settle.auth: failure-rate must be at least 0, failure-burst at least 1");
             }
         }
     }
@@ -84,12 +103,16 @@ public record IngestSettings(String apiKey, @DefaultValue("65536") int maxBodyBy
      * @param maxPerTenant   open event streams per tenant in this ingest instance; one more is refused (429)
      * @param maxPerInstance open event streams of all tenants in this ingest instance; one more is refused (429)
      */
-    public record Events(@DefaultValue("50ms") Duration pollInterval, @DefaultValue("5m") Duration maxDuration,
-                         @DefaultValue("15s") Duration keepAlive, @DefaultValue("100") int maxPerTenant,
-                         @DefaultValue("2000") int maxPerInstance) {
+    public record Events(
+            @DefaultValue("50ms") Duration pollInterval,
+            @DefaultValue("5m") Duration maxDuration,
+            @DefaultValue("15s") Duration keepAlive,
+            @DefaultValue("100") int maxPerTenant,
+            @DefaultValue("2000") int maxPerInstance) {
         public Events {
             if (maxPerTenant < 1 || maxPerInstance < 1) {
-                throw new IllegalStateException("settle.events: max-per-tenant and max-per-instance must be at least 1");
+                throw new IllegalStateException(
+                        "settle.events: max-per-tenant and max-per-instance must be at least 1");
             }
         }
     }

@@ -54,7 +54,8 @@ class AuthenticationLimitTest {
         Answer valid = get(from, tenantKey);
         assertEquals(429, valid.status, "a valid key from the blocked address is not even looked up: " + valid.body);
         JsonNode problem = JSON.readTree(valid.body);
-        assertEquals("https://settle.dev/problems/rate-limited", problem.get("type").asString());
+        assertEquals(
+                "https://settle.dev/problems/rate-limited", problem.get("type").asString());
         assertTrue(valid.headers.contains("application/problem+json"), valid.headers);
         long retryAfter = Long.parseLong(valid.headers.replaceAll("(?s).*Retry-After: (\\d+).*", "$1"));
         assertTrue(retryAfter >= 1 && retryAfter <= 100, "Retry-After " + retryAfter);
@@ -64,17 +65,17 @@ class AuthenticationLimitTest {
         assertEquals(429, get(from, "sk_" + "z".repeat(43)).status);
     }
 
-    record Answer(int status, String headers, String body) {
-    }
+    record Answer(int status, String headers, String body) {}
 
     /** GET /v1/webhooks/deliveries from a given loopback address (Linux routes all of 127/8 to lo). */
     static Answer get(String localAddress, String key) throws IOException {
         URI base = URI.create(app.base);
-        try (Socket socket = new Socket(InetAddress.getByName(base.getHost()), base.getPort(),
-                InetAddress.getByName(localAddress), 0)) {
+        try (Socket socket = new Socket(
+                InetAddress.getByName(base.getHost()), base.getPort(), InetAddress.getByName(localAddress), 0)) {
             socket.setSoTimeout(10_000);
-            String request = "GET /v1/webhooks/deliveries HTTP/1.1\r\nHost: " + base.getHost() + "\r\nConnection: close\r\n"
-                    + (key == null ? "" : "Authorization: Bearer " + key + "\r\n") + "\r\n";
+            String request =
+                    "GET /v1/webhooks/deliveries HTTP/1.1\r\nHost: " + base.getHost() + "\r\nConnection: close\r\n"
+                            + (key == null ? "" : "Authorization: Bearer " + key + "\r\n") + "\r\n";
             socket.getOutputStream().write(request.getBytes(StandardCharsets.ISO_8859_1));
             InputStream in = socket.getInputStream();
             String response = new String(in.readAllBytes(), StandardCharsets.UTF_8);

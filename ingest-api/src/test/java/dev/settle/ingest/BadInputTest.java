@@ -44,7 +44,8 @@ class BadInputTest {
     /** What came back, from the HTTP client or a raw socket. */
     record Answer(int status, String contentType, String body) {
         static Answer of(HttpResponse<String> r) {
-            return new Answer(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
+            return new Answer(
+                    r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
         }
     }
 
@@ -59,7 +60,10 @@ class BadInputTest {
     @BeforeAll
     static void start() {
         app = new IngestApp("badinput");
-        assertEquals(202, app.post(OK_PATH, JSON_TYPE, "{\"text\":\"seed\"}", "Idempotency-Key", "seed-key").statusCode());
+        assertEquals(
+                202,
+                app.post(OK_PATH, JSON_TYPE, "{\"text\":\"seed\"}", "Idempotency-Key", "seed-key")
+                        .statusCode());
     }
 
     @AfterAll
@@ -84,12 +88,16 @@ class BadInputTest {
     }
 
     static Case header(String name, int status, String header, String value) {
-        return new Case(name, status, true, a -> Answer.of(a.post(OK_PATH, JSON_TYPE, "{\"text\":\"hi\"}", header, value)));
+        return new Case(
+                name, status, true, a -> Answer.of(a.post(OK_PATH, JSON_TYPE, "{\"text\":\"hi\"}", header, value)));
     }
 
     static Case session(String name, int status, String rawSegment) {
         // Tomcat itself refuses an encoded NUL or backslash in a path, before the application: HttpLayerProblems
-        return new Case(name, status, true,
+        return new Case(
+                name,
+                status,
+                true,
                 a -> Answer.of(a.post("/v1/sessions/" + rawSegment + "/messages", JSON_TYPE, "{\"text\":\"hi\"}")));
     }
 
@@ -114,21 +122,45 @@ class BadInputTest {
         List<Case> c = new ArrayList<>();
         String key = IngestApp.KEY;
         // malformed and truncated JSON
-        for (String body : new String[]{"{\"text\": ", "{", "}", "{\"text\"", "{\"text\":\"a\"", "{\"text\":\"a\",}",
-                "{text:\"a\"}", "{'text':'a'}", "{\"text\":\"a\"}}", "{\"text\":\"a\"} trailing", "{\"text\":\"a\"}{}",
-                "{\"text\":\"unterminated}", "{\"text\":\"bad \\x escape\"}", "{\"text\":\"\\uZZZZ\"}", "{\"text\":NaN}",
-                "/* c */{\"text\":\"a\"}", "{\"text\":\"a\" \"b\":1}", "[\"text\"]", "\"text\"", "null", "42", "true", "",
-                " ", "[" .repeat(5000) + "]".repeat(5000), "{\"a\":".repeat(3000) + "1" + "}".repeat(3000)}) {
+        for (String body : new String[] {
+            "{\"text\": ",
+            "{",
+            "}",
+            "{\"text\"",
+            "{\"text\":\"a\"",
+            "{\"text\":\"a\",}",
+            "{text:\"a\"}",
+            "{'text':'a'}",
+            "{\"text\":\"a\"}}",
+            "{\"text\":\"a\"} trailing",
+            "{\"text\":\"a\"}{}",
+            "{\"text\":\"unterminated}",
+            "{\"text\":\"bad \\x escape\"}",
+            "{\"text\":\"\\uZZZZ\"}",
+            "{\"text\":NaN}",
+            "/* c */{\"text\":\"a\"}",
+            "{\"text\":\"a\" \"b\":1}",
+            "[\"text\"]",
+            "\"text\"",
+            "null",
+            "42",
+            "true",
+            "",
+            " ",
+            "[".repeat(5000) + "]".repeat(5000),
+            "{\"a\":".repeat(3000) + "1" + "}".repeat(3000)
+        }) {
             c.add(post("malformed: " + abbreviate(body), 400, body));
         }
         // wrong types, missing, duplicate
-        for (String value : new String[]{"42", "4.2", "-1e9", "true", "false", "[\"a\"]", "{\"a\":1}", "[]", "{}", "null"}) {
+        for (String value :
+                new String[] {"42", "4.2", "-1e9", "true", "false", "[\"a\"]", "{\"a\":1}", "[]", "{}", "null"}) {
             c.add(post("text is " + value, 400, "{\"text\":" + value + "}"));
         }
         c.add(post("missing text", 400, "{\"message\":\"hi\"}"));
         c.add(post("duplicate text field", 400, "{\"text\":\"a\",\"text\":\"b\"}"));
         // empty and huge fields
-        for (String blank : new String[]{"", " ", "  \\n\\t ", "\\r\\n", "\u2003\u2003"}) {
+        for (String blank : new String[] {"", " ", "  \\n\\t ", "\\r\\n", "\u2003\u2003"}) {
             c.add(post("blank text '" + abbreviate(blank) + "'", 400, "{\"text\":\"" + blank + "\"}"));
         }
         c.add(post("text of 16,001 characters", 413, "{\"text\":\"" + "x".repeat(16_001) + "\"}"));
@@ -137,19 +169,43 @@ class BadInputTest {
         c.add(post("body of 1 MiB", 413, "{\"text\":\"" + "y".repeat(1 << 20) + "\"}"));
         c.add(post("huge field name", 413, "{\"" + "k".repeat(70_000) + "\":1,\"text\":\"hi\"}"));
         // invalid UTF-8
-        byte[][] invalid = {{(byte) 0xC3, 0x28}, {(byte) 0x80}, {(byte) 0xBF}, {(byte) 0xC0, (byte) 0xAF},
-                {(byte) 0xE2, (byte) 0x82}, {(byte) 0xFF}, {(byte) 0xFE}, {(byte) 0xF8, (byte) 0x88, (byte) 0x80, (byte) 0x80, (byte) 0x80},
-                {(byte) 0xED, (byte) 0xA0, (byte) 0x80}, {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}};
+        byte[][] invalid = {
+            {(byte) 0xC3, 0x28},
+            {(byte) 0x80},
+            {(byte) 0xBF},
+            {(byte) 0xC0, (byte) 0xAF},
+            {(byte) 0xE2, (byte) 0x82},
+            {(byte) 0xFF},
+            {(byte) 0xFE},
+            {(byte) 0xF8, (byte) 0x88, (byte) 0x80, (byte) 0x80, (byte) 0x80},
+            {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+            {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}
+        };
         for (byte[] seq : invalid) {
-            c.add(bytes("invalid utf-8 " + java.util.HexFormat.of().formatHex(seq), 400, withBytes("{\"text\":\"a", seq, "b\"}")));
+            c.add(bytes(
+                    "invalid utf-8 " + java.util.HexFormat.of().formatHex(seq),
+                    400,
+                    withBytes("{\"text\":\"a", seq, "b\"}")));
         }
         c.add(postTyped("utf-16 body", 415, "application/json; charset=UTF-16", "{\"text\":\"hi\"}"));
         // control characters and surrogates
-        for (String esc : new String[]{"\\u0000", "\\u0001", "\\u0007", "\\u0008", "\\u000b", "\\u000c", "\\u001b",
-                "\\u001f", "\\u007f", "\\ud800", "\\udc00x", "x\\ud83d"}) {
+        for (String esc : new String[] {
+            "\\u0000",
+            "\\u0001",
+            "\\u0007",
+            "\\u0008",
+            "\\u000b",
+            "\\u000c",
+            "\\u001b",
+            "\\u001f",
+            "\\u007f",
+            "\\ud800",
+            "\\udc00x",
+            "x\\ud83d"
+        }) {
             c.add(post("escaped " + esc, 400, "{\"text\":\"a" + esc + "b\"}"));
         }
-        c.add(bytes("raw control byte in a string", 400, withBytes("{\"text\":\"a", new byte[]{0x01}, "b\"}")));
+        c.add(bytes("raw control byte in a string", 400, withBytes("{\"text\":\"a", new byte[] {0x01}, "b\"}")));
         // odd session ids
         c.add(session("session id with $", 400, "bad$id"));
         c.add(session("session id of 129 characters", 400, "a".repeat(129)));
@@ -164,7 +220,8 @@ class BadInputTest {
         c.add(session("session id with a backslash", 400, "a%5Cb"));
         c.add(session("session id with a plus", 400, "a+b"));
         c.add(new Case("session id over the read API", 400, true, a -> Answer.of(a.get("/v1/sessions/bad$id/turns"))));
-        c.add(new Case("ledger with a bad session id", 400, true, a -> Answer.of(a.get("/v1/ledger/entries?sessionId=%24x"))));
+        c.add(new Case(
+                "ledger with a bad session id", 400, true, a -> Answer.of(a.get("/v1/ledger/entries?sessionId=%24x"))));
         // header abuse
         c.add(header("idempotency key of 256 characters", 400, "Idempotency-Key", "k".repeat(256)));
         c.add(header("empty idempotency key", 400, "Idempotency-Key", ""));
@@ -178,15 +235,28 @@ class BadInputTest {
         c.add(header("a huge key", 401, "Authorization", "Bearer " + "k".repeat(4000)));
         c.add(call("no key at all", 401, "POST", OK_PATH, null, "{\"text\":\"hi\"}"));
         c.add(call("wrong key on read", 401, "GET", "/v1/sessions/" + SESSION, "nope", null));
-        for (String type : new String[]{"text/plain", "application/xml", "multipart/form-data; boundary=x",
-                "application/x-www-form-urlencoded", "garbage", "application/", "application/json; charset=ISO-8859-1",
-                "text/json"}) {
+        for (String type : new String[] {
+            "text/plain",
+            "application/xml",
+            "multipart/form-data; boundary=x",
+            "application/x-www-form-urlencoded",
+            "garbage",
+            "application/",
+            "application/json; charset=ISO-8859-1",
+            "text/json"
+        }) {
             c.add(postTyped("content type " + type, 415, type, "{\"text\":\"hi\"}"));
         }
         c.add(new Case("no content type", 415, true, a -> Answer.of(a.post(OK_PATH, null, "{\"text\":\"hi\"}"))));
-        c.add(new Case("bad Last-Event-ID", 400, true, a -> Answer.of(a.send(HttpRequest.newBuilder(
-                URI.create(a.base + "/v1/sessions/" + SESSION + "/events")).header("Authorization", "Bearer " + key)
-                .header("Last-Event-ID", "abc").GET().build()))));
+        c.add(new Case(
+                "bad Last-Event-ID",
+                400,
+                true,
+                a -> Answer.of(a.send(HttpRequest.newBuilder(URI.create(a.base + "/v1/sessions/" + SESSION + "/events"))
+                        .header("Authorization", "Bearer " + key)
+                        .header("Last-Event-ID", "abc")
+                        .GET()
+                        .build()))));
         // wrong methods and unknown paths
         c.add(call("DELETE messages", 405, "DELETE", OK_PATH, key, null));
         c.add(call("PUT messages", 405, "PUT", OK_PATH, key, "{\"text\":\"hi\"}"));
@@ -200,38 +270,63 @@ class BadInputTest {
         c.add(call("retry with nothing failed", 409, "POST", "/v1/sessions/" + SESSION + "/retry", key, null));
         // bad queries and bodies elsewhere
         c.add(call("ledger without sessionId", 400, "GET", "/v1/ledger/entries", key, null));
-        for (String q : new String[]{"status=bogus", "limit=0", "limit=abc", "limit=100000", "before=-1", "before=x",
-                "sessionId=%24"}) {
+        for (String q : new String[] {
+            "status=bogus", "limit=0", "limit=abc", "limit=100000", "before=-1", "before=x", "sessionId=%24"
+        }) {
             c.add(call("deliveries " + q, 400, "GET", "/v1/webhooks/deliveries?" + q, key, null));
         }
         c.add(call("retry delivery abc", 400, "POST", "/v1/webhooks/deliveries/abc/retry", key, null));
         c.add(call("retry delivery 0", 400, "POST", "/v1/webhooks/deliveries/0/retry", key, null));
         c.add(call("retry unknown delivery", 404, "POST", "/v1/webhooks/deliveries/99999/retry", key, null));
-        for (String body : new String[]{"{\"policy\":\"drop\"}", "{\"policy\":1}", "{}", "{", "[]"}) {
+        for (String body : new String[] {"{\"policy\":\"drop\"}", "{\"policy\":1}", "{}", "{", "[]"}) {
             c.add(call("policy " + body, 400, "PUT", "/v1/sessions/" + SESSION, key, body));
         }
         String admin = IngestApp.ADMIN_KEY;
-        for (String body : new String[]{"{\"id\":\"UPPER\"}", "{\"webhookUrl\":\"ftp://x\"}",
-                "{\"defaultPolicy\":1}", "{\"unknown\":true}", "{"}) {
+        for (String body : new String[] {
+            "{\"id\":\"UPPER\"}", "{\"webhookUrl\":\"ftp://x\"}", "{\"defaultPolicy\":1}", "{\"unknown\":true}", "{"
+        }) {
             c.add(call("admin create " + body, 400, "POST", "/v1/admin/tenants", admin, body));
         }
-        for (String body : new String[]{"{\"webhookSecrets\":\"x\"}", "{\"webhookSecrets\":\"whsec_"
-                + "A".repeat(22) + "==\"}"}) {
+        for (String body :
+                new String[] {"{\"webhookSecrets\":\"x\"}", "{\"webhookSecrets\":\"whsec_" + "A".repeat(22) + "==\"}"
+                }) {
             c.add(call("admin create " + body, 422, "POST", "/v1/admin/tenants", admin, body));
         }
-        c.add(call("admin create the default tenant again", 409, "POST", "/v1/admin/tenants", admin, "{\"id\":\"default\"}"));
+        c.add(call(
+                "admin create the default tenant again",
+                409,
+                "POST",
+                "/v1/admin/tenants",
+                admin,
+                "{\"id\":\"default\"}"));
         c.add(call("admin with the tenant key", 401, "GET", "/v1/admin/tenants", key, null));
         c.add(call("admin unknown tenant", 404, "GET", "/v1/admin/tenants/nobody", admin, null));
         c.add(call("admin bad key id", 400, "DELETE", "/v1/admin/tenants/default/keys/abc", admin, null));
         // refused by HTTP itself (Tomcat), before any application code; answered as problem+json by HttpLayerProblems
-        c.add(raw("encoded slash in the session id", true,
-                "POST /v1/sessions/a%2Fb/messages HTTP/1.1", utf8("{\"text\":\"hi\"}")));
-        c.add(raw("broken percent encoding", true, "POST /v1/sessions/a%E0%A4%A/messages HTTP/1.1", utf8("{\"text\":\"hi\"}")));
-        c.add(raw("header over 8 KiB", true, "POST " + OK_PATH + " HTTP/1.1\r\nX-Pad: " + "p".repeat(20_000),
+        c.add(raw(
+                "encoded slash in the session id",
+                true,
+                "POST /v1/sessions/a%2Fb/messages HTTP/1.1",
                 utf8("{\"text\":\"hi\"}")));
-        c.add(raw("tab in an idempotency key", true, "POST " + OK_PATH + " HTTP/1.1\r\nIdempotency-Key: a\tb",
+        c.add(raw(
+                "broken percent encoding",
+                true,
+                "POST /v1/sessions/a%E0%A4%A/messages HTTP/1.1",
                 utf8("{\"text\":\"hi\"}")));
-        c.add(raw("non-ASCII idempotency key", true, "POST " + OK_PATH + " HTTP/1.1\r\nIdempotency-Key: cl\u00e9",
+        c.add(raw(
+                "header over 8 KiB",
+                true,
+                "POST " + OK_PATH + " HTTP/1.1\r\nX-Pad: " + "p".repeat(20_000),
+                utf8("{\"text\":\"hi\"}")));
+        c.add(raw(
+                "tab in an idempotency key",
+                true,
+                "POST " + OK_PATH + " HTTP/1.1\r\nIdempotency-Key: a\tb",
+                utf8("{\"text\":\"hi\"}")));
+        c.add(raw(
+                "non-ASCII idempotency key",
+                true,
+                "POST " + OK_PATH + " HTTP/1.1\r\nIdempotency-Key: cl\u00e9",
                 utf8("{\"text\":\"hi\"}")));
         return c.stream();
     }
@@ -243,36 +338,70 @@ class BadInputTest {
     static Stream<Case> generated() {
         List<Case> c = new ArrayList<>();
         // every proper prefix of a valid body is invalid JSON
-        Arbitraries.integers().between(0, VALID.length() - 1).sampleStream().distinct().limit(15)
+        Arbitraries.integers()
+                .between(0, VALID.length() - 1)
+                .sampleStream()
+                .distinct()
+                .limit(15)
                 .forEach(n -> c.add(post("truncated at " + n, 400, VALID.substring(0, n))));
         // one control character, escaped, anywhere in the text
-        Arbitrary<Integer> controls = Arbitraries.integers().between(0, 0x1F).filter(ch -> ch != 9 && ch != 10 && ch != 13);
-        Combinators.combine(controls, Arbitraries.strings().alpha().ofMaxLength(20), Arbitraries.strings().alpha().ofMaxLength(20))
+        Arbitrary<Integer> controls =
+                Arbitraries.integers().between(0, 0x1F).filter(ch -> ch != 9 && ch != 10 && ch != 13);
+        Combinators.combine(
+                        controls,
+                        Arbitraries.strings().alpha().ofMaxLength(20),
+                        Arbitraries.strings().alpha().ofMaxLength(20))
                 .as((ch, before, after) -> before + String.format(Locale.ROOT, "\\u%04x", ch) + after)
-                .sampleStream().limit(15).forEach(t -> c.add(post("control in '" + t + "'", 400, "{\"text\":\"" + t + "\"}")));
+                .sampleStream()
+                .limit(15)
+                .forEach(t -> c.add(post("control in '" + t + "'", 400, "{\"text\":\"" + t + "\"}")));
         // session ids with at least one character outside [A-Za-z0-9._:-]
-        Arbitrary<Character> outside = Arbitraries.chars().range(' ', '~').filter(ch -> !Character.isLetterOrDigit(ch)
-                && ".-_:".indexOf(ch) < 0 && ch != '/' && ch != '\\' && ch != '.' && ch != ';' && ch != '%');
-        Combinators.combine(Arbitraries.strings().alpha().numeric().ofMinLength(1).ofMaxLength(20), outside)
-                .as((s, ch) -> s + ch + s).sampleStream().limit(15)
-                .forEach(id -> c.add(session("session id '" + id + "'", 400,
+        Arbitrary<Character> outside = Arbitraries.chars()
+                .range(' ', '~')
+                .filter(ch -> !Character.isLetterOrDigit(ch)
+                        && ".-_:".indexOf(ch) < 0
+                        && ch != '/'
+                        && ch != '\\'
+                        && ch != '.'
+                        && ch != ';'
+                        && ch != '%');
+        Combinators.combine(
+                        Arbitraries.strings().alpha().numeric().ofMinLength(1).ofMaxLength(20), outside)
+                .as((s, ch) -> s + ch + s)
+                .sampleStream()
+                .limit(15)
+                .forEach(id -> c.add(session(
+                        "session id '" + id + "'",
+                        400,
                         URLEncoder.encode(id, StandardCharsets.UTF_8).replace("+", "%20"))));
         // invalid UTF-8: a lone continuation byte or a byte never valid in UTF-8, inside the text
-        Arbitrary<Integer> badByte = Arbitraries.oneOf(Arbitraries.integers().between(0x80, 0xBF),
+        Arbitrary<Integer> badByte = Arbitraries.oneOf(
+                Arbitraries.integers().between(0x80, 0xBF),
                 Arbitraries.integers().between(0xF8, 0xFF));
-        Combinators.combine(badByte, Arbitraries.strings().alpha().ofMinLength(1).ofMaxLength(10))
-                .as((b, s) -> withBytes("{\"text\":\"" + s, new byte[]{(byte) (int) b}, s + "\"}"))
-                .sampleStream().limit(15).forEach(body -> c.add(bytes("invalid byte in " + abbreviate(new String(body,
-                        StandardCharsets.ISO_8859_1)), 400, body)));
+        Combinators.combine(
+                        badByte, Arbitraries.strings().alpha().ofMinLength(1).ofMaxLength(10))
+                .as((b, s) -> withBytes("{\"text\":\"" + s, new byte[] {(byte) (int) b}, s + "\"}"))
+                .sampleStream()
+                .limit(15)
+                .forEach(body -> c.add(bytes(
+                        "invalid byte in " + abbreviate(new String(body, StandardCharsets.ISO_8859_1)), 400, body)));
         // wrong JSON types for text
-        Arbitrary<String> wrong = Arbitraries.oneOf(Arbitraries.integers().map(String::valueOf),
+        Arbitrary<String> wrong = Arbitraries.oneOf(
+                Arbitraries.integers().map(String::valueOf),
                 Arbitraries.doubles().map(String::valueOf).filter(d -> !d.contains("Infinity") && !d.contains("NaN")),
                 Arbitraries.of("true", "false", "null"),
-                Arbitraries.strings().alpha().ofMaxLength(5).list().ofMaxSize(3)
+                Arbitraries.strings()
+                        .alpha()
+                        .ofMaxLength(5)
+                        .list()
+                        .ofMaxSize(3)
                         .map(l -> l.stream().map(x -> "\"" + x + "\"").toList().toString()));
         wrong.sampleStream().limit(15).forEach(v -> c.add(post("text = " + v, 400, "{\"text\":" + v + "}")));
         // texts longer than the limit
-        Arbitraries.integers().between(16_001, 20_000).sampleStream().limit(5)
+        Arbitraries.integers()
+                .between(16_001, 20_000)
+                .sampleStream()
+                .limit(5)
                 .forEach(n -> c.add(post("text of " + n + " characters", 413, "{\"text\":\"" + "z".repeat(n) + "\"}")));
         return c.stream();
     }
@@ -311,7 +440,8 @@ class BadInputTest {
             socket.setSoTimeout(10_000);
             OutputStream out = socket.getOutputStream();
             String headers = head + "\r\nHost: " + uri.getHost() + "\r\nAuthorization: Bearer " + IngestApp.KEY
-                    + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\nConnection: close\r\n\r\n";
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length
+                    + "\r\nConnection: close\r\n\r\n";
             out.write(headers.getBytes(StandardCharsets.ISO_8859_1));
             out.write(body);
             out.flush();

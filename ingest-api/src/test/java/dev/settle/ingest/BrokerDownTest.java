@@ -31,12 +31,19 @@ class BrokerDownTest {
     @Test
     void posts_answer_202_at_once_while_the_broker_is_down_and_events_flow_again_after_its_restart() throws Exception {
         try (KafkaBrokerProcess broker = KafkaBrokerProcess.start();
-             IngestApp app = new IngestApp(SharedInfra.newDatabase("brokerdown"), broker.bootstrapServers(), Map.of());
-             KafkaConsumer<String, String> events = new KafkaConsumer<>(Map.of(
-                     ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers(),
-                     ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"), new StringDeserializer(), new StringDeserializer())) {
+                IngestApp app =
+                        new IngestApp(SharedInfra.newDatabase("brokerdown"), broker.bootstrapServers(), Map.of());
+                KafkaConsumer<String, String> events = new KafkaConsumer<>(
+                        Map.of(
+                                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                broker.bootstrapServers(),
+                                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                                "earliest"),
+                        new StringDeserializer(),
+                        new StringDeserializer())) {
             events.assign(IntStream.range(0, Topics.PARTITIONS)
-                    .mapToObj(p -> new TopicPartition(Topics.MESSAGE_ACCEPTED, p)).toList());
+                    .mapToObj(p -> new TopicPartition(Topics.MESSAGE_ACCEPTED, p))
+                    .toList());
             String warm = post(app, "before the kill").sessionPk;
             awaitEvent(events, warm);
 
@@ -49,7 +56,8 @@ class BrokerDownTest {
                 millis.add((System.nanoTime() - started) / 1_000_000);
                 Thread.sleep(300);
             }
-            assertTrue(millis.stream().allMatch(ms -> ms < 1000), "202 while the broker was down took " + millis + " ms");
+            assertTrue(
+                    millis.stream().allMatch(ms -> ms < 1000), "202 while the broker was down took " + millis + " ms");
 
             broker.restart();
             String after = post(app, "after the restart").sessionPk;
@@ -57,15 +65,15 @@ class BrokerDownTest {
         }
     }
 
-    private record Posted(String sessionPk) {
-    }
+    private record Posted(String sessionPk) {}
 
     private static Posted post(IngestApp app, String text) {
         String s = "down-" + UUID.randomUUID();
-        HttpResponse<String> r = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"" + text + "\"}");
+        HttpResponse<String> r =
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"" + text + "\"}");
         assertEquals(202, r.statusCode(), r.body());
-        return new Posted(Long.toString(app.jdbc.queryForObject(
-                "SELECT id FROM chat_session WHERE external_id = ?", Long.class, s)));
+        return new Posted(Long.toString(
+                app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s)));
     }
 
     private static void awaitEvent(KafkaConsumer<String, String> events, String sessionPk) {

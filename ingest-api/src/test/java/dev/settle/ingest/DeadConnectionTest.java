@@ -25,9 +25,11 @@ class DeadConnectionTest {
 
     @BeforeAll
     static void start() {
-        app = new IngestApp("deadconn", Map.of(
-                "spring.datasource.hikari.maximum-pool-size", "1",
-                "spring.datasource.hikari.minimum-idle", "1"));
+        app = new IngestApp(
+                "deadconn",
+                Map.of(
+                        "spring.datasource.hikari.maximum-pool-size", "1",
+                        "spring.datasource.hikari.minimum-idle", "1"));
         killer = new JdbcTemplate(new SingleConnectionDataSource(
                 app.context.getEnvironment().getProperty("spring.datasource.url"), "root", "", true));
     }
@@ -41,16 +43,20 @@ class DeadConnectionTest {
     void a_killed_database_connection_under_a_post_still_accepts_exactly_once() {
         for (int round = 0; round < 5; round++) {
             String s = "dead-" + UUID.randomUUID();
-            assertEquals(202, app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"warm\"}").statusCode());
+            assertEquals(
+                    202,
+                    app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"warm\"}")
+                            .statusCode());
             Long pooled = killer.queryForObject("""
                     SELECT MIN(ID) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()""", Long.class);
             killer.execute("KILL CONNECTION " + pooled);
-            HttpResponse<String> r = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"after the kill\"}");
+            HttpResponse<String> r =
+                    app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"after the kill\"}");
             assertEquals(202, r.statusCode(), r.body());
-            assertEquals(2, JsonMapper.shared().readTree(r.body()).get("version").asLong());
+            assertEquals(
+                    2, JsonMapper.shared().readTree(r.body()).get("version").asLong());
             assertEquals(2, killer.queryForObject("""
-                    SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?""",
-                    Integer.class, s));
+                    SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?""", Integer.class, s));
         }
     }
 }

@@ -36,13 +36,23 @@ class EventStreamLimitsTest {
     @BeforeAll
     static void start() {
         // keep-alive 100 ms: a stream whose client went away notices at its next write
-        app = new IngestApp("streamlimits", Map.of("settle.events.max-per-tenant", "3",
-                "settle.events.max-per-instance", "5", "settle.events.keep-alive", "100ms"));
+        app = new IngestApp(
+                "streamlimits",
+                Map.of(
+                        "settle.events.max-per-tenant",
+                        "3",
+                        "settle.events.max-per-instance",
+                        "5",
+                        "settle.events.keep-alive",
+                        "100ms"));
         HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"other\"}");
         assertEquals(201, created.statusCode(), created.body());
         otherKey = JSON.readTree(created.body()).get("apiKey").get("key").asString();
-        for (String key : new String[]{IngestApp.KEY, otherKey}) {
-            assertEquals(200, app.call("PUT", "/v1/sessions/" + SESSION, key, "{\"policy\":\"merge\"}").statusCode());
+        for (String key : new String[] {IngestApp.KEY, otherKey}) {
+            assertEquals(
+                    200,
+                    app.call("PUT", "/v1/sessions/" + SESSION, key, "{\"policy\":\"merge\"}")
+                            .statusCode());
         }
     }
 
@@ -67,7 +77,10 @@ class EventStreamLimitsTest {
 
     static HttpRequest request(IngestApp on, String key) {
         return HttpRequest.newBuilder(URI.create(on.base + "/v1/sessions/" + SESSION + "/events"))
-                .header("Authorization", "Bearer " + key).header("Accept", "text/event-stream").GET().build();
+                .header("Authorization", "Bearer " + key)
+                .header("Accept", "text/event-stream")
+                .GET()
+                .build();
     }
 
     /** Opens a stream that must be accepted: 200 and the stream's first line. */
@@ -86,18 +99,26 @@ class EventStreamLimitsTest {
     static void assertRefused(IngestApp on, String key) throws Exception {
         HttpResponse<InputStream> r = on.http.send(request(on, key), HttpResponse.BodyHandlers.ofInputStream());
         if (r.statusCode() != 429) {
-            r.body().close();                                       // a stream was opened: do not wait for its end
+            r.body().close(); // a stream was opened: do not wait for its end
             throw new AssertionError("expected 429, got " + r.statusCode());
         }
-        assertEquals("application/problem+json", r.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "application/problem+json",
+                r.headers().firstValue("Content-Type").orElse("").split(";")[0]);
         JsonNode problem = JSON.readTree(r.body().readAllBytes());
-        assertEquals("https://settle.dev/problems/too-many-streams", problem.get("type").asString());
+        assertEquals(
+                "https://settle.dev/problems/too-many-streams",
+                problem.get("type").asString());
         assertEquals(429, problem.get("status").asInt());
         assertTrue(Long.parseLong(r.headers().firstValue("Retry-After").orElse("0")) > 0, "Retry-After");
     }
 
     static double openOn(IngestApp on) {
-        return on.context.getBean(MeterRegistry.class).get("settle.events.open").gauge().value();
+        return on.context
+                .getBean(MeterRegistry.class)
+                .get("settle.events.open")
+                .gauge()
+                .value();
     }
 
     static void awaitAllReleased(IngestApp on) {
@@ -119,15 +140,15 @@ class EventStreamLimitsTest {
                 for (int i = 0; i < 3; i++) {
                     streams.add(open(app, IngestApp.KEY));
                 }
-                assertRefused(app, IngestApp.KEY);                  // the tenant's 4th
-                streams.add(open(app, otherKey));                   // another tenant still gets streams ...
+                assertRefused(app, IngestApp.KEY); // the tenant's 4th
+                streams.add(open(app, otherKey)); // another tenant still gets streams ...
                 streams.add(open(app, otherKey));
                 assertEquals(5, openOn(app));
-                assertRefused(app, otherKey);                       // ... until the instance holds 5
+                assertRefused(app, otherKey); // ... until the instance holds 5
                 assertRefused(app, IngestApp.KEY);
                 assertEquals(5, openOn(app), "a refused stream takes no slot");
                 closeAll(streams);
-                awaitAllReleased(app);                              // then the same number opens again
+                awaitAllReleased(app); // then the same number opens again
             }
         } finally {
             closeAll(streams);
@@ -161,15 +182,25 @@ class EventStreamLimitsTest {
 
     @Test
     void streams_that_reach_their_maximum_duration_give_their_slots_back() throws Exception {
-        try (IngestApp short_ = new IngestApp("streamduration", Map.of("settle.events.max-per-tenant", "2",
-                "settle.events.max-per-instance", "2", "settle.events.max-duration", "300ms"))) {
-            assertEquals(200, short_.call("PUT", "/v1/sessions/" + SESSION, IngestApp.KEY, "{\"policy\":\"merge\"}").statusCode());
+        try (IngestApp short_ = new IngestApp(
+                "streamduration",
+                Map.of(
+                        "settle.events.max-per-tenant",
+                        "2",
+                        "settle.events.max-per-instance",
+                        "2",
+                        "settle.events.max-duration",
+                        "300ms"))) {
+            assertEquals(
+                    200,
+                    short_.call("PUT", "/v1/sessions/" + SESSION, IngestApp.KEY, "{\"policy\":\"merge\"}")
+                            .statusCode());
             for (int round = 1; round <= 2; round++) {
                 List<Stream> streams = new ArrayList<>();
                 streams.add(open(short_, IngestApp.KEY));
                 streams.add(open(short_, IngestApp.KEY));
                 for (Stream s : streams) {
-                    s.readToEnd();                                  // the server ends it after 300 ms
+                    s.readToEnd(); // the server ends it after 300 ms
                 }
                 closeAll(streams);
                 awaitAllReleased(short_);

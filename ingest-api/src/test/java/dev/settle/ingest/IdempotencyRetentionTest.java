@@ -31,8 +31,12 @@ class IdempotencyRetentionTest {
     }
 
     static HttpResponse<String> post(String session, String text, String key) {
-        return app.post("/v1/sessions/" + session + "/messages", "application/json", "{\"text\":\"" + text + "\"}",
-                "Idempotency-Key", key);
+        return app.post(
+                "/v1/sessions/" + session + "/messages",
+                "application/json",
+                "{\"text\":\"" + text + "\"}",
+                "Idempotency-Key",
+                key);
     }
 
     static JsonNode json(HttpResponse<String> r) {
@@ -41,8 +45,11 @@ class IdempotencyRetentionTest {
     }
 
     static long messages(String session) {
-        return app.jdbc.queryForObject("SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
-                + "WHERE s.external_id = ?", Long.class, session);
+        return app.jdbc.queryForObject(
+                "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
+                        + "WHERE s.external_id = ?",
+                Long.class,
+                session);
     }
 
     @Test
@@ -51,23 +58,31 @@ class IdempotencyRetentionTest {
         String s = "retention-1";
         JsonNode old = json(post(s, "old", "key-old"));
         JsonNode recent = json(post(s, "recent", "key-recent"));
-        app.jdbc.update("UPDATE chat_message SET created_at = DATE_SUB(created_at, INTERVAL 25 HOUR) WHERE idempotency_key = 'key-old'");
-        app.jdbc.update("UPDATE chat_message SET created_at = DATE_SUB(created_at, INTERVAL 23 HOUR) WHERE idempotency_key = 'key-recent'");
+        app.jdbc.update(
+                "UPDATE chat_message SET created_at = DATE_SUB(created_at, INTERVAL 25 HOUR) WHERE idempotency_key = 'key-old'");
+        app.jdbc.update(
+                "UPDATE chat_message SET created_at = DATE_SUB(created_at, INTERVAL 23 HOUR) WHERE idempotency_key = 'key-recent'");
 
         assertEquals(1, retention.purge(), "exactly the key past 24 h is forgotten");
         assertEquals(0, retention.purge(), "a second purge finds nothing new");
 
         JsonNode replay = json(post(s, "recent", "key-recent"));
-        assertEquals(recent.get("messageId").asString(), replay.get("messageId").asString(), "inside the retention: a replay");
+        assertEquals(
+                recent.get("messageId").asString(),
+                replay.get("messageId").asString(),
+                "inside the retention: a replay");
         assertEquals(recent.get("version").asLong(), replay.get("version").asLong());
         assertEquals(422, post(s, "another body", "key-recent").statusCode(), "inside the retention: reuse refused");
         assertEquals(2, messages(s));
 
         JsonNode again = json(post(s, "old", "key-old"));
-        assertNotEquals(old.get("messageId").asString(), again.get("messageId").asString(), "past the retention: new message");
+        assertNotEquals(
+                old.get("messageId").asString(), again.get("messageId").asString(), "past the retention: new message");
         assertEquals(3, again.get("version").asLong());
         assertEquals(3, messages(s));
-        assertEquals(again.get("messageId").asString(), json(post(s, "old", "key-old")).get("messageId").asString(),
+        assertEquals(
+                again.get("messageId").asString(),
+                json(post(s, "old", "key-old")).get("messageId").asString(),
                 "the key now names the new message");
     }
 }

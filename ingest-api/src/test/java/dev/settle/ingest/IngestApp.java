@@ -21,8 +21,10 @@ public final class IngestApp implements AutoCloseable {
     public final String base;
     /** Actuator's base URL (the management port). */
     public final String management;
+
     public final JdbcTemplate jdbc;
-    public final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    public final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     public IngestApp(String hint) {
         this(hint, Map.of());
@@ -66,7 +68,8 @@ public final class IngestApp implements AutoCloseable {
         return send(HttpRequest.newBuilder(URI.create(base + path))
                 .header("Content-Type", "application/json")
                 .header("Authorization", "Bearer " + KEY)
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build());
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                .build());
     }
 
     public HttpResponse<String> get(String path) {
@@ -74,13 +77,18 @@ public final class IngestApp implements AutoCloseable {
     }
 
     public HttpResponse<String> get(String path, String key) {
-        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + key).GET().build());
+        return send(HttpRequest.newBuilder(URI.create(base + path))
+                .header("Authorization", "Bearer " + key)
+                .GET()
+                .build());
     }
 
     /** A JSON request with any method and bearer key (null body = none). */
     public HttpResponse<String> call(String method, String path, String key, String json) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
-                .method(method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
+                .method(
+                        method,
+                        json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
         if (json != null) {
             b.header("Content-Type", "application/json");
         }
@@ -101,8 +109,25 @@ public final class IngestApp implements AutoCloseable {
     /** Rows of every Settle table, to prove that a refused request changed nothing. */
     public String fingerprint() {
         StringBuilder sb = new StringBuilder();
-        for (String table : new String[]{"chat_session", "chat_message", "chat_turn", "debounce_timer", "webhook_delivery", "tool_execution", "ledger_entry", "session_event", "tenant", "api_key", "webhook_attempt", "webhook_endpoint", "session_burst"}) {
-            sb.append(table).append('=').append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1")).append('\n');
+        for (String table : new String[] {
+            "chat_session",
+            "chat_message",
+            "chat_turn",
+            "debounce_timer",
+            "webhook_delivery",
+            "tool_execution",
+            "ledger_entry",
+            "session_event",
+            "tenant",
+            "api_key",
+            "webhook_attempt",
+            "webhook_endpoint",
+            "session_burst"
+        }) {
+            sb.append(table)
+                    .append('=')
+                    .append(jdbc.queryForList("SELECT * FROM " + table + " ORDER BY 1"))
+                    .append('\n');
         }
         return sb.toString();
     }

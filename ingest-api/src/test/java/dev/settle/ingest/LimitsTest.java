@@ -23,8 +23,15 @@ class LimitsTest {
 
     @BeforeAll
     static void start() {
-        app = new IngestApp("limits", Map.of("settle.limits.rate", "0.001", "settle.limits.burst", "150",
-                "settle.limits.unanswered-retry-after", "7s"));
+        app = new IngestApp(
+                "limits",
+                Map.of(
+                        "settle.limits.rate",
+                        "0.001",
+                        "settle.limits.burst",
+                        "150",
+                        "settle.limits.unanswered-retry-after",
+                        "7s"));
     }
 
     @AfterAll
@@ -36,21 +43,32 @@ class LimitsTest {
     void the_101st_unanswered_message_is_refused_then_the_tenant_runs_out_of_requests() {
         String s = "full-" + UUID.randomUUID();
         for (int i = 1; i <= 100; i++) {
-            HttpResponse<String> r = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"m" + i + "\"}");
+            HttpResponse<String> r =
+                    app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"m" + i + "\"}");
             assertEquals(202, r.statusCode(), r.body());
         }
         String before = app.fingerprint();
-        HttpResponse<String> refused = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"one too many\"}");
+        HttpResponse<String> refused =
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"one too many\"}");
         assertEquals(429, refused.statusCode(), refused.body());
         assertEquals("7", refused.headers().firstValue("Retry-After").orElse(""));
-        assertEquals("application/problem+json", refused.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "application/problem+json",
+                refused.headers().firstValue("Content-Type").orElse("").split(";")[0]);
         assertTrue(refused.body().contains("too-many-unanswered"), refused.body());
         assertEquals(before, app.fingerprint(), "nothing stored, the version bump rolled back");
-        assertEquals(100, JSON.readTree(app.get("/v1/sessions/" + s).body()).get("version").asLong());
+        assertEquals(
+                100,
+                JSON.readTree(app.get("/v1/sessions/" + s).body())
+                        .get("version")
+                        .asLong());
 
         // answering frees the session: one more fits again
         app.jdbc.update("UPDATE chat_session SET replied_version = 1 WHERE external_id = ?", s);
-        assertEquals(202, app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"fits\"}").statusCode());
+        assertEquals(
+                202,
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"fits\"}")
+                        .statusCode());
 
         // another tenant has its own bucket
         HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"other\"}");
@@ -71,7 +89,9 @@ class LimitsTest {
         assertEquals(47, ok, "exactly the rest of the burst passed");
         assertTrue(limited.body().contains("rate-limited"), limited.body());
         assertTrue(Long.parseLong(limited.headers().firstValue("Retry-After").orElse("0")) > 100);
-        assertEquals("application/problem+json", limited.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "application/problem+json",
+                limited.headers().firstValue("Content-Type").orElse("").split(";")[0]);
         assertEquals(404, app.get("/v1/sessions/" + s, other).statusCode(), "another tenant is not limited");
     }
 }

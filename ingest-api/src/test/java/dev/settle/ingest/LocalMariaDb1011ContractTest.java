@@ -13,8 +13,14 @@ import java.util.Map;
 class LocalMariaDb1011ContractTest extends IngestContract {
     @Override
     IngestApp start() {
-        return new IngestApp(LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011ContractTest", "settle_compat_"), SharedInfra.kafkaBootstrap(),
-                Map.of("spring.datasource.username", LocalMariaDb.USER, "spring.datasource.password", LocalMariaDb.PASSWORD));
+        return new IngestApp(
+                LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011ContractTest", "settle_compat_"),
+                SharedInfra.kafkaBootstrap(),
+                Map.of(
+                        "spring.datasource.username",
+                        LocalMariaDb.USER,
+                        "spring.datasource.password",
+                        LocalMariaDb.PASSWORD));
     }
 
     @Test

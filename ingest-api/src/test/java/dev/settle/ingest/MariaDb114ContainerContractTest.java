@@ -37,7 +37,13 @@ class MariaDb114ContainerContractTest extends IngestContract {
 
     @Override
     IngestApp start() {
-        return new IngestApp(MARIADB.getJdbcUrl(), SharedInfra.kafkaBootstrap(),
-                Map.of("spring.datasource.username", MARIADB.getUsername(), "spring.datasource.password", MARIADB.getPassword()));
+        return new IngestApp(
+                MARIADB.getJdbcUrl(),
+                SharedInfra.kafkaBootstrap(),
+                Map.of(
+                        "spring.datasource.username",
+                        MARIADB.getUsername(),
+                        "spring.datasource.password",
+                        MARIADB.getPassword()));
     }
 }

@@ -10,7 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class MariaDb114NonUtcContractTest extends IngestContract {
     @Override
     IngestApp start() {
-        return new IngestApp("nonutc", Map.of("spring.datasource.hikari.connection-init-sql", "SET time_zone = '+05:00'"));
+        return new IngestApp(
+                "nonutc", Map.of("spring.datasource.hikari.connection-init-sql", "SET time_zone = '+05:00'"));
     }
 
     @Test

@@ -45,8 +45,10 @@ class MessageIngestTest {
     @Test
     void first_message_creates_the_session_at_version_1_and_versions_count_up() {
         String s = sid();
-        HttpResponse<String> r1 = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hello\"}");
-        HttpResponse<String> r2 = app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"again\"}");
+        HttpResponse<String> r1 =
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hello\"}");
+        HttpResponse<String> r2 =
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"again\"}");
         assertEquals(202, r1.statusCode(), r1.body());
         assertEquals(1, json(r1).get("version").asLong());
         assertEquals(s, json(r1).get("sessionId").asString());
@@ -61,11 +63,14 @@ class MessageIngestTest {
         assertEquals("hello", messages.get(0).get("text").asString());
         assertEquals("user", messages.get(0).get("role").asString());
         assertEquals(1, messages.get(0).get("version").asLong());
-        assertEquals(json(r2).get("messageId").asString(), messages.get(1).get("messageId").asString());
+        assertEquals(
+                json(r2).get("messageId").asString(),
+                messages.get(1).get("messageId").asString());
     }
 
     @Test
-    void same_idempotency_key_posted_5_times_concurrently_creates_one_message_and_five_identical_answers() throws Exception {
+    void same_idempotency_key_posted_5_times_concurrently_creates_one_message_and_five_identical_answers()
+            throws Exception {
         for (int round = 0; round < 5; round++) {
             String s = sid();
             CyclicBarrier barrier = new CyclicBarrier(5);
@@ -74,8 +79,12 @@ class MessageIngestTest {
                 for (int i = 0; i < 5; i++) {
                     futures.add(pool.submit(() -> {
                         barrier.await();
-                        return app.post("/v1/sessions/" + s + "/messages", "application/json",
-                                "{\"text\":\"double click\"}", "Idempotency-Key", "click-1");
+                        return app.post(
+                                "/v1/sessions/" + s + "/messages",
+                                "application/json",
+                                "{\"text\":\"double click\"}",
+                                "Idempotency-Key",
+                                "click-1");
                     }));
                 }
             }
@@ -85,16 +94,27 @@ class MessageIngestTest {
                 bodies.add(f.get().body());
             }
             assertEquals(1, bodies.size(), "five identical 202 bodies");
-            assertEquals(1, app.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
-                    Integer.class, s));
-            assertEquals(1, app.jdbc.queryForObject("SELECT version FROM chat_session WHERE external_id = ?", Long.class, s));
+            assertEquals(
+                    1,
+                    app.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
+                            Integer.class,
+                            s));
+            assertEquals(
+                    1,
+                    app.jdbc.queryForObject("SELECT version FROM chat_session WHERE external_id = ?", Long.class, s));
 
             String before = app.fingerprint();
-            HttpResponse<String> other = app.post("/v1/sessions/" + s + "/messages", "application/json",
-                    "{\"text\":\"another body\"}", "Idempotency-Key", "click-1");
+            HttpResponse<String> other = app.post(
+                    "/v1/sessions/" + s + "/messages",
+                    "application/json",
+                    "{\"text\":\"another body\"}",
+                    "Idempotency-Key",
+                    "click-1");
             assertEquals(422, other.statusCode());
-            assertEquals("application/problem+json", other.headers().firstValue("Content-Type").orElse(""));
+            assertEquals(
+                    "application/problem+json",
+                    other.headers().firstValue("Content-Type").orElse(""));
             assertEquals(before, app.fingerprint());
         }
     }
@@ -105,7 +125,8 @@ class MessageIngestTest {
      * accepted, with versions 1..n, and never answered 503.
      */
     @Test
-    void distinct_messages_posted_concurrently_to_new_sessions_are_all_accepted_with_versions_1_to_n() throws Exception {
+    void distinct_messages_posted_concurrently_to_new_sessions_are_all_accepted_with_versions_1_to_n()
+            throws Exception {
         int devices = 6;
         for (int round = 0; round < 20; round++) {
             String s = sid();
@@ -116,7 +137,9 @@ class MessageIngestTest {
                     int device = i;
                     futures.add(pool.submit(() -> {
                         barrier.await();
-                        return app.post("/v1/sessions/" + s + "/messages", "application/json",
+                        return app.post(
+                                "/v1/sessions/" + s + "/messages",
+                                "application/json",
                                 "{\"text\":\"device " + device + "\"}");
                     }));
                 }
@@ -127,9 +150,12 @@ class MessageIngestTest {
                 versions.add(json(f.get()).get("version").asLong());
             }
             assertEquals(Set.of(1L, 2L, 3L, 4L, 5L, 6L), versions, "round " + round);
-            assertEquals(devices, app.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
-                    Integer.class, s));
+            assertEquals(
+                    devices,
+                    app.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
+                            Integer.class,
+                            s));
         }
     }
 
@@ -139,16 +165,23 @@ class MessageIngestTest {
         app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"x\"}");
         assertEquals("idle", json(app.get("/v1/sessions/" + s)).get("state").asString());
         long pk = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s);
-        app.jdbc.update("INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at) "
-                + "VALUES (?, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, 1, 'message', UTC_TIMESTAMP(6))", pk);
+        app.jdbc.update(
+                "INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at) "
+                        + "VALUES (?, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, 1, 'message', UTC_TIMESTAMP(6))",
+                pk);
         assertEquals("waiting", json(app.get("/v1/sessions/" + s)).get("state").asString());
-        app.jdbc.update("UPDATE chat_session SET lease_token = 'x', lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", pk);
-        assertEquals("generating", json(app.get("/v1/sessions/" + s)).get("state").asString());
+        app.jdbc.update(
+                "UPDATE chat_session SET lease_token = 'x', lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?",
+                pk);
+        assertEquals(
+                "generating", json(app.get("/v1/sessions/" + s)).get("state").asString());
         app.jdbc.update("DELETE FROM debounce_timer WHERE session_id = ?", pk);
 
         HttpResponse<String> missing = app.get("/v1/sessions/" + sid());
         assertEquals(404, missing.statusCode());
-        assertEquals("application/problem+json", missing.headers().firstValue("Content-Type").orElse(""));
+        assertEquals(
+                "application/problem+json",
+                missing.headers().firstValue("Content-Type").orElse(""));
         assertEquals(404, app.get("/v1/sessions/" + sid() + "/messages").statusCode());
     }
 
@@ -157,9 +190,23 @@ class MessageIngestTest {
         String s = sid();
         String text = "午饭 35 — пообедал 🍜 \"quoted\"\n\ttabbed";
         String body = JSON.writeValueAsString(java.util.Map.of("text", text));
-        assertEquals(202, app.post("/v1/sessions/" + s + "/messages", "application/json; charset=utf-8", body).statusCode());
-        assertEquals(text, json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0).get("text").asString());
-        assertTrue(json(app.get("/v1/sessions/" + s + "/messages")).get("messages").get(0).get("createdAt").asString().endsWith("Z"));
+        assertEquals(
+                202,
+                app.post("/v1/sessions/" + s + "/messages", "application/json; charset=utf-8", body)
+                        .statusCode());
+        assertEquals(
+                text,
+                json(app.get("/v1/sessions/" + s + "/messages"))
+                        .get("messages")
+                        .get(0)
+                        .get("text")
+                        .asString());
+        assertTrue(json(app.get("/v1/sessions/" + s + "/messages"))
+                .get("messages")
+                .get(0)
+                .get("createdAt")
+                .asString()
+                .endsWith("Z"));
     }
 
     /** The limits are inclusive: 16,000 characters (code points) and a 64 KiB body are accepted, one more is not. */
@@ -173,7 +220,10 @@ class MessageIngestTest {
         String emoji = "\uD83C\uDF5C".repeat(16_000); // 16,000 code points, 32,000 UTF-16 chars, 64,000 bytes
         HttpResponse<String> wide = app.post(path, "application/json", "{\"text\":\"" + emoji + "\"}");
         assertEquals(202, wide.statusCode(), wide.body());
-        assertEquals(413, app.post(path, "application/json", "{\"text\":\"" + ascii + "a\"}").statusCode());
+        assertEquals(
+                413,
+                app.post(path, "application/json", "{\"text\":\"" + ascii + "a\"}")
+                        .statusCode());
 
         String json = "{\"text\":\"padded\"}";
         String exactly64KiB = json + " ".repeat(64 * 1024 - json.length());
@@ -182,7 +232,9 @@ class MessageIngestTest {
         assertEquals(202, fullBody.statusCode(), fullBody.body());
         HttpResponse<String> over = app.post(path, "application/json", exactly64KiB + " ");
         assertEquals(413, over.statusCode());
-        assertEquals("application/problem+json", over.headers().firstValue("Content-Type").orElse(""));
+        assertEquals(
+                "application/problem+json",
+                over.headers().firstValue("Content-Type").orElse(""));
 
         JsonNode messages = json(app.get(path)).get("messages");
         assertEquals(3, messages.size(), "the two refusals stored nothing");

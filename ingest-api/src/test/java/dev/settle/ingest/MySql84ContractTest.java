@@ -22,7 +22,8 @@ class MySql84ContractTest extends IngestContract {
     }
 
     @Container
-    static final MySQLContainer MYSQL = new MySQLContainer("mysql:8.4").withDatabaseName("settle")
+    static final MySQLContainer MYSQL = new MySQLContainer("mysql:8.4")
+            .withDatabaseName("settle")
             .withCommand("--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci");
 
     @Container
@@ -30,8 +31,13 @@ class MySql84ContractTest extends IngestContract {
 
     @Override
     IngestApp start() {
-        return new IngestApp(MYSQL.getJdbcUrl() + "?sslMode=DISABLED&allowPublicKeyRetrieval=true",
+        return new IngestApp(
+                MYSQL.getJdbcUrl() + "?sslMode=DISABLED&allowPublicKeyRetrieval=true",
                 KAFKA.getBootstrapServers(),
-                Map.of("spring.datasource.username", MYSQL.getUsername(), "spring.datasource.password", MYSQL.getPassword()));
+                Map.of(
+                        "spring.datasource.username",
+                        MYSQL.getUsername(),
+                        "spring.datasource.password",
+                        MYSQL.getPassword()));
     }
 }

@@ -8,7 +8,6 @@ import org.springframework.web.bind.annotation.RequestMethod;
 import org.springframework.web.servlet.mvc.method.RequestMappingInfo;
 import org.springframework.web.servlet.mvc.method.annotation.RequestMappingHandlerMapping;
 import org.yaml.snakeyaml.Yaml;
-
 import tools.jackson.databind.JsonNode;
 
 import java.net.URI;
@@ -37,11 +36,13 @@ class OperationsTest {
     }
 
     HttpResponse<String> anonymous(String path) {
-        return app.send(HttpRequest.newBuilder(URI.create(app.base + path)).GET().build());
+        return app.send(
+                HttpRequest.newBuilder(URI.create(app.base + path)).GET().build());
     }
 
     HttpResponse<String> management(String path) {
-        return app.send(HttpRequest.newBuilder(URI.create(app.management + path)).GET().build());
+        return app.send(
+                HttpRequest.newBuilder(URI.create(app.management + path)).GET().build());
     }
 
     @Test
@@ -59,7 +60,8 @@ class OperationsTest {
 
     /** Status UP; no component names, no details (the group names of /health are no secret). */
     static void assertUpAndNothingMore(String body) {
-        JsonNode health = tools.jackson.databind.json.JsonMapper.builder().build().readTree(body);
+        JsonNode health =
+                tools.jackson.databind.json.JsonMapper.builder().build().readTree(body);
         assertEquals("UP", health.get("status").asString(), body);
         for (String name : health.propertyNames()) {
             assertTrue(Set.of("status", "groups").contains(name), "health shows " + name + ": " + body);
@@ -68,9 +70,16 @@ class OperationsTest {
 
     @Test
     void the_api_port_serves_no_actuator_endpoint_to_anyone() {
-        for (String path : new String[]{"/actuator", "/actuator/prometheus", "/actuator/health",
-                "/actuator/health/readiness", "/actuator/metrics", "/actuator/info", "/actuator/env"}) {
-            for (String key : new String[]{null, IngestApp.KEY, IngestApp.ADMIN_KEY}) {
+        for (String path : new String[] {
+            "/actuator",
+            "/actuator/prometheus",
+            "/actuator/health",
+            "/actuator/health/readiness",
+            "/actuator/metrics",
+            "/actuator/info",
+            "/actuator/env"
+        }) {
+            for (String key : new String[] {null, IngestApp.KEY, IngestApp.ADMIN_KEY}) {
                 HttpResponse<String> r = app.call("GET", path, key, null);
                 assertEquals(404, r.statusCode(), path + " with key " + key + ": " + r.body());
                 assertTrue(!r.body().contains("settle_") && !r.body().contains("UP"), r.body());
@@ -80,8 +89,10 @@ class OperationsTest {
 
     @Test
     void prometheus_counts_accepted_messages_by_tenant() {
-        assertEquals(202, app.post("/v1/sessions/ops-metrics/messages", "application/json", "{\"text\":\"count me\"}")
-                .statusCode());
+        assertEquals(
+                202,
+                app.post("/v1/sessions/ops-metrics/messages", "application/json", "{\"text\":\"count me\"}")
+                        .statusCode());
         HttpResponse<String> metrics = management("/actuator/prometheus");
         assertEquals(200, metrics.statusCode());
         assertTrue(metrics.body().contains("settle_messages_accepted_total{tenant=\"default\"}"), metrics.body());
@@ -97,12 +108,13 @@ class OperationsTest {
         @SuppressWarnings("unchecked")
         Map<String, Map<String, Object>> paths = (Map<String, Map<String, Object>>) doc.get("paths");
         paths.forEach((path, item) -> item.keySet().stream()
-                .filter(k -> Set.of("get", "put", "post", "delete", "patch", "head", "options").contains(k))
+                .filter(k -> Set.of("get", "put", "post", "delete", "patch", "head", "options")
+                        .contains(k))
                 .forEach(method -> described.add(method.toUpperCase(Locale.ROOT) + " " + path)));
 
         Set<String> mapped = new TreeSet<>();
-        RequestMappingHandlerMapping mapping = app.context.getBean("requestMappingHandlerMapping",
-                RequestMappingHandlerMapping.class);
+        RequestMappingHandlerMapping mapping =
+                app.context.getBean("requestMappingHandlerMapping", RequestMappingHandlerMapping.class);
         for (Map.Entry<RequestMappingInfo, ?> e : mapping.getHandlerMethods().entrySet()) {
             var handler = (org.springframework.web.method.HandlerMethod) e.getValue();
             if (!handler.getBeanType().getPackageName().startsWith("dev.settle.ingest")) {

@@ -39,7 +39,10 @@ class TenantTest {
 
     /** Creates a tenant; returns its first key. */
     static String tenant(String id, String extraJson) {
-        HttpResponse<String> r = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+        HttpResponse<String> r = app.call(
+                "POST",
+                "/v1/admin/tenants",
+                IngestApp.ADMIN_KEY,
                 "{\"id\":\"" + id + "\",\"name\":\"Tenant " + id + "\"" + extraJson + "}");
         assertEquals(201, r.statusCode(), r.body());
         return json(r).get("apiKey").get("key").asString();
@@ -56,34 +59,51 @@ class TenantTest {
         String s = "shared-" + UUID.randomUUID();
         assertEquals(202, postMessage(a, s, "hello from a").statusCode());
 
-        for (String suffix : new String[]{"", "/messages", "/turns", "/events"}) {
+        for (String suffix : new String[] {"", "/messages", "/turns", "/events"}) {
             HttpResponse<String> other = app.get("/v1/sessions/" + s + suffix, b);
             HttpResponse<String> missing = app.get("/v1/sessions/" + s + "-nope" + suffix, b);
             assertEquals(404, other.statusCode(), suffix + ": " + other.body());
             assertEquals(404, missing.statusCode());
             assertEquals(json(missing).get("type"), json(other).get("type"));
             assertEquals(json(missing).get("title"), json(other).get("title"));
-            assertEquals(200, app.get("/v1/sessions/" + s + suffix.replace("/events", "/turns"), a).statusCode());
+            assertEquals(
+                    200,
+                    app.get("/v1/sessions/" + s + suffix.replace("/events", "/turns"), a)
+                            .statusCode());
         }
-        assertEquals(404, app.get("/v1/sessions/" + s, IngestApp.KEY).statusCode(), "the default tenant is a tenant too");
-        assertEquals(404, app.call("POST", "/v1/sessions/" + s + "/retry", b, null).statusCode());
-        assertEquals("{\"entries\":[],\"next\":null}", app.get("/v1/ledger/entries?sessionId=" + s, b).body());
+        assertEquals(
+                404, app.get("/v1/sessions/" + s, IngestApp.KEY).statusCode(), "the default tenant is a tenant too");
+        assertEquals(
+                404, app.call("POST", "/v1/sessions/" + s + "/retry", b, null).statusCode());
+        assertEquals(
+                "{\"entries\":[],\"next\":null}",
+                app.get("/v1/ledger/entries?sessionId=" + s, b).body());
 
         // the same id in tenant b is b's own session, starting at version 1
         HttpResponse<String> mine = postMessage(b, s, "hello from b");
         assertEquals(1, json(mine).get("version").asLong());
         assertEquals(1, json(app.get("/v1/sessions/" + s, a)).get("version").asLong());
-        assertEquals(1, json(app.get("/v1/sessions/" + s + "/messages", b)).get("messages").size());
-        assertEquals("hello from b", json(app.get("/v1/sessions/" + s + "/messages", b)).get("messages").get(0)
-                .get("text").asString());
+        assertEquals(
+                1,
+                json(app.get("/v1/sessions/" + s + "/messages", b))
+                        .get("messages")
+                        .size());
+        assertEquals(
+                "hello from b",
+                json(app.get("/v1/sessions/" + s + "/messages", b))
+                        .get("messages")
+                        .get(0)
+                        .get("text")
+                        .asString());
     }
 
     @Test
     void the_single_key_of_the_deployment_is_the_default_tenant() {
         String s = "default-" + UUID.randomUUID();
         assertEquals(202, postMessage(IngestApp.KEY, s, "hi").statusCode());
-        assertEquals("default", app.jdbc.queryForObject(
-                "SELECT tenant_id FROM chat_session WHERE external_id = ?", String.class, s));
+        assertEquals(
+                "default",
+                app.jdbc.queryForObject("SELECT tenant_id FROM chat_session WHERE external_id = ?", String.class, s));
         assertEquals(200, app.get("/v1/sessions/" + s).statusCode());
     }
 
@@ -92,41 +112,53 @@ class TenantTest {
         String id = tid();
         String first = tenant(id, "");
         assertTrue(first.startsWith("sk_") && first.length() > 40, first);
-        assertEquals(0, app.jdbc.queryForObject("SELECT COUNT(*) FROM api_key WHERE key_hash = ? OR prefix = ?",
-                Integer.class, first, first));
-        assertEquals(1, app.jdbc.queryForObject("SELECT COUNT(*) FROM api_key WHERE key_hash = ?", Integer.class,
-                Sha256.hex(first)));
+        assertEquals(
+                0,
+                app.jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM api_key WHERE key_hash = ? OR prefix = ?", Integer.class, first, first));
+        assertEquals(
+                1,
+                app.jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM api_key WHERE key_hash = ?", Integer.class, Sha256.hex(first)));
 
         HttpResponse<String> issued = app.call("POST", "/v1/admin/tenants/" + id + "/keys", IngestApp.ADMIN_KEY, null);
         assertEquals(201, issued.statusCode(), issued.body());
         String second = json(issued).get("key").asString();
         assertNotEquals(first, second);
 
-        JsonNode keys = json(app.get("/v1/admin/tenants/" + id + "/keys", IngestApp.ADMIN_KEY)).get("keys");
+        JsonNode keys = json(app.get("/v1/admin/tenants/" + id + "/keys", IngestApp.ADMIN_KEY))
+                .get("keys");
         assertEquals(2, keys.size());
         assertFalse(keys.toString().contains(first.substring(12)), "a listing never shows a key");
         long firstId = keys.get(0).get("keyId").asLong();
 
         String s = "rev-" + UUID.randomUUID();
         assertEquals(202, postMessage(first, s, "before").statusCode());
-        assertEquals(204, app.call("DELETE", "/v1/admin/tenants/" + id + "/keys/" + firstId, IngestApp.ADMIN_KEY, null)
-                .statusCode());
+        assertEquals(
+                204,
+                app.call("DELETE", "/v1/admin/tenants/" + id + "/keys/" + firstId, IngestApp.ADMIN_KEY, null)
+                        .statusCode());
         assertEquals(401, postMessage(first, s, "after").statusCode());
         assertEquals(200, app.get("/v1/sessions/" + s, second).statusCode(), "the other key still works");
-        assertEquals(409, app.call("DELETE", "/v1/admin/tenants/" + id + "/keys/" + firstId, IngestApp.ADMIN_KEY, null)
-                .statusCode());
-        assertEquals(404, app.call("DELETE", "/v1/admin/tenants/" + id + "/keys/999999", IngestApp.ADMIN_KEY, null)
-                .statusCode());
+        assertEquals(
+                409,
+                app.call("DELETE", "/v1/admin/tenants/" + id + "/keys/" + firstId, IngestApp.ADMIN_KEY, null)
+                        .statusCode());
+        assertEquals(
+                404,
+                app.call("DELETE", "/v1/admin/tenants/" + id + "/keys/999999", IngestApp.ADMIN_KEY, null)
+                        .statusCode());
     }
 
     @Test
     void the_admin_api_takes_only_the_admin_key() {
         String key = tenant(tid(), "");
-        for (String k : new String[]{key, IngestApp.KEY, "nope"}) {
+        for (String k : new String[] {key, IngestApp.KEY, "nope"}) {
             assertEquals(401, app.get("/v1/admin/tenants", k).statusCode());
         }
         assertEquals(401, app.call("GET", "/v1/admin/tenants", null, null).statusCode());
-        assertEquals(401, app.get("/v1/sessions/x", IngestApp.ADMIN_KEY).statusCode(), "the admin key is no tenant key");
+        assertEquals(
+                401, app.get("/v1/sessions/x", IngestApp.ADMIN_KEY).statusCode(), "the admin key is no tenant key");
         assertEquals(200, app.get("/v1/admin/tenants", IngestApp.ADMIN_KEY).statusCode());
     }
 
@@ -134,36 +166,74 @@ class TenantTest {
     void tenant_settings_are_validated_listed_updated_and_secrets_never_shown() {
         String id = tid();
         String secret = secretOf(32);
-        tenant(id, ",\"webhookUrl\":\"https://hooks.example.com/settle\",\"webhookSecrets\":\"" + secret
-                + "\",\"defaultPolicy\":\"enqueue\"");
+        tenant(
+                id,
+                ",\"webhookUrl\":\"https://hooks.example.com/settle\",\"webhookSecrets\":\"" + secret
+                        + "\",\"defaultPolicy\":\"enqueue\"");
         HttpResponse<String> one = app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY);
         assertEquals(200, one.statusCode());
-        assertEquals("https://hooks.example.com/settle", json(one).get("webhookUrl").asString());
+        assertEquals(
+                "https://hooks.example.com/settle", json(one).get("webhookUrl").asString());
         assertEquals(1, json(one).get("webhookSecrets").asInt());
         assertEquals("enqueue", json(one).get("defaultPolicy").asString());
         assertFalse(one.body().contains(secret));
         assertFalse(app.get("/v1/admin/tenants", IngestApp.ADMIN_KEY).body().contains(secret));
 
-        HttpResponse<String> patched = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        HttpResponse<String> patched = app.call(
+                "PATCH",
+                "/v1/admin/tenants/" + id,
+                IngestApp.ADMIN_KEY,
                 "{\"defaultPolicy\":\"reject\",\"webhookUrl\":null}");
         assertEquals(200, patched.statusCode(), patched.body());
         assertEquals("reject", json(patched).get("defaultPolicy").asString());
         assertTrue(json(patched).get("webhookUrl").isNull());
         assertEquals(1, json(patched).get("webhookSecrets").asInt());
 
-        assertEquals(409, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"" + id + "\"}").statusCode());
-        assertEquals(409, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"default\"}").statusCode());
-        for (String bad : new String[]{"{\"id\":\"UPPER\"}", "{\"webhookUrl\":\"ftp://x\"}", "{\"webhookUrl\":\"/relative\"}",
-                "{\"defaultPolicy\":\"drop\"}", "{\"name\":\"\"}", "{\"nope\":1}", "[]", "{\"name\":5}", "{"}) {
-            assertEquals(400, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, bad).statusCode(), bad);
+        assertEquals(
+                409,
+                app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"" + id + "\"}")
+                        .statusCode());
+        assertEquals(
+                409,
+                app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"default\"}")
+                        .statusCode());
+        for (String bad : new String[] {
+            "{\"id\":\"UPPER\"}",
+            "{\"webhookUrl\":\"ftp://x\"}",
+            "{\"webhookUrl\":\"/relative\"}",
+            "{\"defaultPolicy\":\"drop\"}",
+            "{\"name\":\"\"}",
+            "{\"nope\":1}",
+            "[]",
+            "{\"name\":5}",
+            "{"
+        }) {
+            assertEquals(
+                    400,
+                    app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, bad)
+                            .statusCode(),
+                    bad);
         }
-        for (String bad : new String[]{"{\"webhookSecrets\":\"plain\"}", "{\"webhookSecrets\":5}",
-                "{\"webhookSecrets\":[5]}", "{\"webhookSecrets\":[]}", "{\"webhookSecrets\":\"whsec_***\"}"}) {
-            assertEquals(422, app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, bad).statusCode(), bad);
+        for (String bad : new String[] {
+            "{\"webhookSecrets\":\"plain\"}",
+            "{\"webhookSecrets\":5}",
+            "{\"webhookSecrets\":[5]}",
+            "{\"webhookSecrets\":[]}",
+            "{\"webhookSecrets\":\"whsec_***\"}"
+        }) {
+            assertEquals(
+                    422,
+                    app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, bad)
+                            .statusCode(),
+                    bad);
         }
-        assertEquals(404, app.get("/v1/admin/tenants/no-such-tenant", IngestApp.ADMIN_KEY).statusCode());
-        assertEquals(404, app.call("PATCH", "/v1/admin/tenants/no-such-tenant", IngestApp.ADMIN_KEY, "{\"name\":\"x\"}")
-                .statusCode());
+        assertEquals(
+                404,
+                app.get("/v1/admin/tenants/no-such-tenant", IngestApp.ADMIN_KEY).statusCode());
+        assertEquals(
+                404,
+                app.call("PATCH", "/v1/admin/tenants/no-such-tenant", IngestApp.ADMIN_KEY, "{\"name\":\"x\"}")
+                        .statusCode());
     }
 
     /** whsec_ + the standard base64 of {@code n} random bytes. */
@@ -179,15 +249,22 @@ class TenantTest {
 
     static void assertInvalidSecrets(HttpResponse<String> r) {
         assertEquals(422, r.statusCode(), r.body());
-        assertEquals("application/problem+json", r.headers().firstValue("Content-Type").orElse(""));
-        assertEquals("https://settle.dev/problems/invalid-webhookSecrets", json(r).get("type").asString());
+        assertEquals(
+                "application/problem+json",
+                r.headers().firstValue("Content-Type").orElse(""));
+        assertEquals(
+                "https://settle.dev/problems/invalid-webhookSecrets",
+                json(r).get("type").asString());
     }
 
     @Test
     void setting_a_webhook_url_without_a_secret_generates_one_shown_once() {
         String id = tid();
         tenant(id, "");
-        HttpResponse<String> patched = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        HttpResponse<String> patched = app.call(
+                "PATCH",
+                "/v1/admin/tenants/" + id,
+                IngestApp.ADMIN_KEY,
                 "{\"webhookUrl\":\"https://hooks.example.com/" + id + "\"}");
         assertEquals(200, patched.statusCode(), patched.body());
         String generated = json(patched).get("webhookSecret").asString();
@@ -203,7 +280,10 @@ class TenantTest {
         assertFalse(app.get("/v1/admin/tenants", IngestApp.ADMIN_KEY).body().contains(generated.substring(6)));
 
         // a tenant that has a secret keeps it: a new URL generates nothing
-        HttpResponse<String> moved = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        HttpResponse<String> moved = app.call(
+                "PATCH",
+                "/v1/admin/tenants/" + id,
+                IngestApp.ADMIN_KEY,
                 "{\"webhookUrl\":\"https://hooks.example.com/moved\"}");
         assertEquals(200, moved.statusCode(), moved.body());
         assertFalse(json(moved).has("webhookSecret"), moved.body());
@@ -211,14 +291,20 @@ class TenantTest {
 
         // created with a URL and no secret: the same, in the creation's answer
         String other = tid();
-        HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+        HttpResponse<String> created = app.call(
+                "POST",
+                "/v1/admin/tenants",
+                IngestApp.ADMIN_KEY,
                 "{\"id\":\"" + other + "\",\"webhookUrl\":\"https://hooks.example.com/x\"}");
         assertEquals(201, created.statusCode(), created.body());
         assertEquals(stored(other), json(created).get("webhookSecret").asString());
         assertEquals(1, json(created).get("webhookSecrets").asInt());
         // created with its own secret: nothing generated
         String mine = secretOf(24);
-        HttpResponse<String> own = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+        HttpResponse<String> own = app.call(
+                "POST",
+                "/v1/admin/tenants",
+                IngestApp.ADMIN_KEY,
                 "{\"webhookUrl\":\"https://hooks.example.com/y\",\"webhookSecrets\":[\"" + mine + "\"]}");
         assertEquals(201, own.statusCode(), own.body());
         assertFalse(json(own).has("webhookSecret"));
@@ -231,32 +317,54 @@ class TenantTest {
         String secret = secretOf(32);
         tenant(id, ",\"webhookUrl\":\"https://hooks.example.com/settle\",\"webhookSecrets\":\"" + secret + "\"");
         String before = app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY).body();
-        for (int n : new int[]{16, 23, 65}) {
-            assertInvalidSecrets(app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        for (int n : new int[] {16, 23, 65}) {
+            assertInvalidSecrets(app.call(
+                    "PATCH",
+                    "/v1/admin/tenants/" + id,
+                    IngestApp.ADMIN_KEY,
                     "{\"name\":\"renamed\",\"webhookSecrets\":\"" + secretOf(n) + "\"}"));
             // one bad secret among good ones refuses them all
-            assertInvalidSecrets(app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+            assertInvalidSecrets(app.call(
+                    "PATCH",
+                    "/v1/admin/tenants/" + id,
+                    IngestApp.ADMIN_KEY,
                     "{\"webhookSecrets\":[\"" + secretOf(32) + "\",\"" + secretOf(n) + "\"]}"));
             String other = tid();
-            assertInvalidSecrets(app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY,
+            assertInvalidSecrets(app.call(
+                    "POST",
+                    "/v1/admin/tenants",
+                    IngestApp.ADMIN_KEY,
                     "{\"id\":\"" + other + "\",\"webhookSecrets\":\"" + secretOf(n) + "\"}"));
-            assertEquals(404, app.get("/v1/admin/tenants/" + other, IngestApp.ADMIN_KEY).statusCode(), "not created");
+            assertEquals(
+                    404,
+                    app.get("/v1/admin/tenants/" + other, IngestApp.ADMIN_KEY).statusCode(),
+                    "not created");
         }
         // removing the secrets of a tenant that has a URL would leave its deliveries unsigned: refused too
-        assertInvalidSecrets(app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        assertInvalidSecrets(app.call(
+                "PATCH",
+                "/v1/admin/tenants/" + id,
+                IngestApp.ADMIN_KEY,
                 "{\"name\":\"renamed\",\"webhookSecrets\":null}"));
-        assertEquals(before, app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY).body(), "nothing changed");
+        assertEquals(
+                before, app.get("/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY).body(), "nothing changed");
         assertEquals(secret, stored(id));
 
         // the bounds themselves are fine, and so is rotation (two secrets), and clearing both together
         String low = secretOf(24);
         String high = secretOf(64);
-        HttpResponse<String> rotated = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        HttpResponse<String> rotated = app.call(
+                "PATCH",
+                "/v1/admin/tenants/" + id,
+                IngestApp.ADMIN_KEY,
                 "{\"webhookSecrets\":\"" + low + " " + high + "\"}");
         assertEquals(200, rotated.statusCode(), rotated.body());
         assertEquals(2, json(rotated).get("webhookSecrets").asInt());
         assertEquals(low + " " + high, stored(id));
-        HttpResponse<String> cleared = app.call("PATCH", "/v1/admin/tenants/" + id, IngestApp.ADMIN_KEY,
+        HttpResponse<String> cleared = app.call(
+                "PATCH",
+                "/v1/admin/tenants/" + id,
+                IngestApp.ADMIN_KEY,
                 "{\"webhookUrl\":null,\"webhookSecrets\":null}");
         assertEquals(200, cleared.statusCode(), cleared.body());
         assertEquals(0, json(cleared).get("webhookSecrets").asInt());
@@ -267,10 +375,15 @@ class TenantTest {
         String key = tenant(tid(), ",\"defaultPolicy\":\"reject\"");
         String s = "pol-" + UUID.randomUUID();
         assertEquals(202, postMessage(key, s, "first").statusCode());
-        assertEquals("reject", json(app.get("/v1/sessions/" + s, key)).get("policy").asString());
-        assertEquals(409, postMessage(key, s, "second while the first is unanswered").statusCode());
-        assertEquals("merge", json(app.call("PUT", "/v1/sessions/" + s, key, "{\"policy\":\"merge\"}")).get("policy")
-                .asString());
+        assertEquals(
+                "reject", json(app.get("/v1/sessions/" + s, key)).get("policy").asString());
+        assertEquals(
+                409, postMessage(key, s, "second while the first is unanswered").statusCode());
+        assertEquals(
+                "merge",
+                json(app.call("PUT", "/v1/sessions/" + s, key, "{\"policy\":\"merge\"}"))
+                        .get("policy")
+                        .asString());
         assertEquals(202, postMessage(key, s, "now merged").statusCode());
     }
 }

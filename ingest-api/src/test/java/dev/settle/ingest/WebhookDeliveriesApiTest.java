@@ -31,8 +31,14 @@ class WebhookDeliveriesApiTest {
     @BeforeAll
     static void start() {
         app = new IngestApp("webhookapi");
-        assertEquals(202, app.post("/v1/sessions/hooks-a/messages", "application/json", "{\"text\":\"a\"}").statusCode());
-        assertEquals(202, app.post("/v1/sessions/hooks-b/messages", "application/json", "{\"text\":\"b\"}").statusCode());
+        assertEquals(
+                202,
+                app.post("/v1/sessions/hooks-a/messages", "application/json", "{\"text\":\"a\"}")
+                        .statusCode());
+        assertEquals(
+                202,
+                app.post("/v1/sessions/hooks-b/messages", "application/json", "{\"text\":\"b\"}")
+                        .statusCode());
         long a = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = 'hooks-a'", Long.class);
         long b = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = 'hooks-b'", Long.class);
         delivered = delivery("wh_delivered", a, "DELIVERED", 1, 200, null);
@@ -46,14 +52,14 @@ class WebhookDeliveriesApiTest {
         attempt(otherSession, 1, 410, 5, "HTTP 410");
     }
 
-    static long delivery(String webhookId, long session, String status, int attempts, Integer lastStatus, String lastError) {
+    static long delivery(
+            String webhookId, long session, String status, int attempts, Integer lastStatus, String lastError) {
         app.jdbc.update("""
                 INSERT INTO webhook_delivery (webhook_id, session_id, event_type, endpoint_url, payload, status, attempts,
                                               next_attempt_at, last_status, last_error, created_at, delivered_at)
                 VALUES (?, ?, 'reply.created', 'https://hooks.example.com/settle', '{}', ?, ?,
                         UTC_TIMESTAMP(6) + INTERVAL 5 MINUTE, ?, ?, UTC_TIMESTAMP(6),
-                        IF(? = 'DELIVERED', UTC_TIMESTAMP(6), NULL))""",
-                webhookId, session, status, attempts, lastStatus, lastError, status);
+                        IF(? = 'DELIVERED', UTC_TIMESTAMP(6), NULL))""", webhookId, session, status, attempts, lastStatus, lastError, status);
         return app.jdbc.queryForObject("SELECT id FROM webhook_delivery WHERE webhook_id = ?", Long.class, webhookId);
     }
 
@@ -75,13 +81,16 @@ class WebhookDeliveriesApiTest {
     }
 
     static List<Long> ids(JsonNode page) {
-        return StreamSupport.stream(page.get("deliveries").spliterator(), false).map(d -> d.get("id").asLong()).toList();
+        return StreamSupport.stream(page.get("deliveries").spliterator(), false)
+                .map(d -> d.get("id").asLong())
+                .toList();
     }
 
     static HttpResponse<String> retry(String id) {
         return app.send(HttpRequest.newBuilder(URI.create(app.base + PATH + "/" + id + "/retry"))
                 .header("Authorization", "Bearer " + IngestApp.KEY)
-                .POST(HttpRequest.BodyPublishers.noBody()).build());
+                .POST(HttpRequest.BodyPublishers.noBody())
+                .build());
     }
 
     @Test
@@ -97,10 +106,19 @@ class WebhookDeliveriesApiTest {
         assertEquals(3, f.get("attempts").asInt());
         assertTrue(f.get("nextAttemptAt").isNull(), "only pending deliveries have a next attempt");
         assertEquals(500, f.get("lastStatus").asInt());
-        assertEquals("exhausted: 3 attempts failed, the last with HTTP 500", f.get("lastError").asString());
-        assertEquals(app.jdbc.queryForObject("SELECT created_at FROM webhook_delivery WHERE id = ?",
-                        java.time.LocalDateTime.class, failed).toInstant(java.time.ZoneOffset.UTC).toString(),
-                f.get("createdAt").asString(), "the row's created_at, in UTC");
+        assertEquals(
+                "exhausted: 3 attempts failed, the last with HTTP 500",
+                f.get("lastError").asString());
+        assertEquals(
+                app.jdbc
+                        .queryForObject(
+                                "SELECT created_at FROM webhook_delivery WHERE id = ?",
+                                java.time.LocalDateTime.class,
+                                failed)
+                        .toInstant(java.time.ZoneOffset.UTC)
+                        .toString(),
+                f.get("createdAt").asString(),
+                "the row's created_at, in UTC");
         assertTrue(f.get("deliveredAt").isNull());
         JsonNode history = f.get("history");
         assertEquals(3, history.size());
@@ -109,7 +127,9 @@ class WebhookDeliveriesApiTest {
         assertEquals(10, history.get(0).get("latencyMs").asLong());
         assertEquals("HTTP 500", history.get(0).get("error").asString());
         assertTrue(history.get(1).get("statusCode").isNull());
-        assertEquals("timeout: no complete answer within 15000 ms", history.get(1).get("error").asString());
+        assertEquals(
+                "timeout: no complete answer within 15000 ms",
+                history.get(1).get("error").asString());
         assertTrue(history.get(0).get("time").asString().endsWith("Z"));
 
         JsonNode p = page.get("deliveries").get(0);
@@ -141,35 +161,49 @@ class WebhookDeliveriesApiTest {
 
     @ParameterizedTest(name = "{0} -> {1}")
     @CsvSource({
-            "?status=dead, invalid-status",
-            "?status=, invalid-status",
-            "?limit=0, invalid-limit",
-            "?limit=501, invalid-limit",
-            "?limit=ten, invalid-limit",
-            "?before=-1, invalid-before",
-            "?sessionId=bad$id, invalid-session-id",
+        "?status=dead, invalid-status",
+        "?status=, invalid-status",
+        "?limit=0, invalid-limit",
+        "?limit=501, invalid-limit",
+        "?limit=ten, invalid-limit",
+        "?before=-1, invalid-before",
+        "?sessionId=bad$id, invalid-session-id",
     })
     void bad_query_parameters_are_a_400_problem(String query, String type) {
         HttpResponse<String> r = app.get(PATH + query);
         assertEquals(400, r.statusCode(), r.body());
-        assertEquals("application/problem+json", r.headers().firstValue("Content-Type").orElse("").split(";")[0]);
-        assertEquals("https://settle.dev/problems/" + type, JSON.readTree(r.body()).get("type").asString());
+        assertEquals(
+                "application/problem+json",
+                r.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "https://settle.dev/problems/" + type,
+                JSON.readTree(r.body()).get("type").asString());
     }
 
     @Test
     void the_bearer_key_is_required() {
-        HttpResponse<String> r = app.send(HttpRequest.newBuilder(URI.create(app.base + PATH)).GET().build());
+        HttpResponse<String> r = app.send(
+                HttpRequest.newBuilder(URI.create(app.base + PATH)).GET().build());
         assertEquals(401, r.statusCode());
-        HttpResponse<String> post = app.send(HttpRequest.newBuilder(URI.create(app.base + PATH + "/" + failed + "/retry"))
-                .POST(HttpRequest.BodyPublishers.noBody()).build());
+        HttpResponse<String> post =
+                app.send(HttpRequest.newBuilder(URI.create(app.base + PATH + "/" + failed + "/retry"))
+                        .POST(HttpRequest.BodyPublishers.noBody())
+                        .build());
         assertEquals(401, post.statusCode());
-        assertEquals("FAILED", app.jdbc.queryForObject("SELECT status FROM webhook_delivery WHERE id = ?", String.class, failed));
+        assertEquals(
+                "FAILED",
+                app.jdbc.queryForObject("SELECT status FROM webhook_delivery WHERE id = ?", String.class, failed));
     }
 
     @Test
     void retry_requeues_a_failed_delivery_once_with_its_webhook_id_and_refuses_the_rest() {
-        long dead = delivery("wh_to_retry", app.jdbc.queryForObject(
-                "SELECT id FROM chat_session WHERE external_id = 'hooks-b'", Long.class), "FAILED", 8, 503, "exhausted");
+        long dead = delivery(
+                "wh_to_retry",
+                app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = 'hooks-b'", Long.class),
+                "FAILED",
+                8,
+                503,
+                "exhausted");
         try {
             retryOnce(dead);
         } finally {
@@ -184,9 +218,16 @@ class WebhookDeliveriesApiTest {
         assertEquals(dead, body.get("id").asLong());
         assertEquals("wh_to_retry", body.get("webhookId").asString());
         assertEquals("pending", body.get("status").asString());
-        assertEquals(app.jdbc.queryForObject("SELECT replayed_at FROM webhook_delivery WHERE id = ?",
-                        java.time.LocalDateTime.class, dead).toInstant(java.time.ZoneOffset.UTC).toString(),
-                body.get("replayedAt").asString(), "the replayed_at the retry stored, in UTC");
+        assertEquals(
+                app.jdbc
+                        .queryForObject(
+                                "SELECT replayed_at FROM webhook_delivery WHERE id = ?",
+                                java.time.LocalDateTime.class,
+                                dead)
+                        .toInstant(java.time.ZoneOffset.UTC)
+                        .toString(),
+                body.get("replayedAt").asString(),
+                "the replayed_at the retry stored, in UTC");
         Map<String, Object> row = app.jdbc.queryForMap("""
                 SELECT status, webhook_id, attempts, attempts_before_replay, replayed_at IS NOT NULL AS replayed,
                        next_attempt_at <= UTC_TIMESTAMP(6) AS due, claim_token FROM webhook_delivery WHERE id = ?""", dead);
@@ -199,8 +240,11 @@ class WebhookDeliveriesApiTest {
 
         HttpResponse<String> again = retry(Long.toString(dead));
         assertEquals(409, again.statusCode());
-        assertEquals("application/problem+json", again.headers().firstValue("Content-Type").orElse("").split(";")[0]);
-        assertEquals("webhook delivery " + dead + " is pending: only failed deliveries can be retried",
+        assertEquals(
+                "application/problem+json",
+                again.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "webhook delivery " + dead + " is pending: only failed deliveries can be retried",
                 JSON.readTree(again.body()).get("detail").asString());
         HttpResponse<String> done = retry(Long.toString(delivered));
         assertEquals(409, done.statusCode());

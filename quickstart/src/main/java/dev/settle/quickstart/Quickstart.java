@@ -21,15 +21,17 @@ public final class Quickstart {
     private static final Deque<AutoCloseable> RUNNING = new ArrayDeque<>();
     private static boolean stopping; // guarded by RUNNING
 
-    private Quickstart() {
-    }
+    private Quickstart() {}
 
     public static void main(String[] args) throws InterruptedException {
         Map<String, String> env = System.getenv();
-        Path dataDir = Path.of(env.getOrDefault("SETTLE_DATADIR", "./.settle-data")).toAbsolutePath().normalize();
+        Path dataDir = Path.of(env.getOrDefault("SETTLE_DATADIR", "./.settle-data"))
+                .toAbsolutePath()
+                .normalize();
         String apiKey = env.getOrDefault("SETTLE_API_KEY", "dev-key");
         String port = env.getOrDefault("SERVER_PORT", "8080");
-        String managementPort = env.getOrDefault("SETTLE_MANAGEMENT_PORT",
+        String managementPort = env.getOrDefault(
+                "SETTLE_MANAGEMENT_PORT",
                 Integer.toString(dev.settle.ingest.IngestApiApplication.DEFAULT_MANAGEMENT_PORT));
 
         // Stopped in reverse order by one hook; the infrastructure's own hooks are not registered (see
@@ -66,14 +68,16 @@ public final class Quickstart {
             push(settle);
             settle.startIngestApi(Map.of("server.port", port, "management.server.port", managementPort));
             // a worker's port is its own default (its actuator) unless SETTLE_DEBOUNCE_PORT / SETTLE_AGENT_PORT is set
-            debouncePort = Integer.toString(SettleLauncher.port(settle.startDebounceWorker(port(env, "SETTLE_DEBOUNCE_PORT"))));
+            debouncePort = Integer.toString(
+                    SettleLauncher.port(settle.startDebounceWorker(port(env, "SETTLE_DEBOUNCE_PORT"))));
             agentPort = Integer.toString(SettleLauncher.port(settle.startAgentWorker(port(env, "SETTLE_AGENT_PORT"))));
         } catch (RuntimeException e) {
             log("failed to start: " + e);
             e.printStackTrace();
             System.exit(1);
         }
-        System.out.println(banner("http://localhost:" + port, apiKey, env, webhookSecret, managementPort, debouncePort, agentPort));
+        System.out.println(banner(
+                "http://localhost:" + port, apiKey, env, webhookSecret, managementPort, debouncePort, agentPort));
         Thread.currentThread().join();
     }
 
@@ -113,9 +117,14 @@ public final class Quickstart {
         }
     }
 
-    private static String banner(String url, String apiKey, Map<String, String> env, String webhookSecret,
-                                 String managementPort,
-                                 String debouncePort, String agentPort) {
+    private static String banner(
+            String url,
+            String apiKey,
+            Map<String, String> env,
+            String webhookSecret,
+            String managementPort,
+            String debouncePort,
+            String agentPort) {
         return """
 
                 ==============================================================
@@ -139,10 +148,23 @@ public final class Quickstart {
 
                  Ctrl-C stops everything.
                 ==============================================================
-                """.formatted(url, apiKey,
-                env.get("SETTLE_LLM_URL") == null ? "offline demo model (set SETTLE_LLM_URL for a real one)" : env.get("SETTLE_LLM_URL"),
-                env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"), webhookSecret,
-                url, apiKey, url, apiKey, url, apiKey, managementPort, debouncePort, agentPort);
+                """.formatted(
+                url,
+                apiKey,
+                env.get("SETTLE_LLM_URL") == null
+                        ? "offline demo model (set SETTLE_LLM_URL for a real one)"
+                        : env.get("SETTLE_LLM_URL"),
+                env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"),
+                webhookSecret,
+                url,
+                apiKey,
+                url,
+                apiKey,
+                url,
+                apiKey,
+                managementPort,
+                debouncePort,
+                agentPort);
     }
 
     private static void log(String message) {

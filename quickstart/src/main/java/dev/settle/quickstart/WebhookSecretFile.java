@@ -21,11 +21,9 @@ final class WebhookSecretFile {
     static final String NAME = "webhook-secret";
 
     /** @param created true when this start generated it */
-    record Secret(String value, Path file, boolean created) {
-    }
+    record Secret(String value, Path file, boolean created) {}
 
-    private WebhookSecretFile() {
-    }
+    private WebhookSecretFile() {}
 
     static Secret loadOrCreate(Path dataDir) {
         Path file = dataDir.resolve(NAME);

@@ -19,12 +19,19 @@ final class AgentProcess implements AutoCloseable {
 
     AgentProcess(Map<String, Object> properties) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "-Xmx512m",
+                "-cp",
+                System.getProperty("java.class.path"),
                 AgentWorkerApplication.class.getName()));
         properties.forEach((k, v) -> command.add("--" + k + "=" + v));
         Files.createDirectories(Path.of("target"));
         log = Files.createTempFile(Path.of("target"), "agent-process-", ".log");
-        process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        process = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
     }
 
     boolean logContains(String text) {
@@ -50,7 +57,10 @@ final class AgentProcess implements AutoCloseable {
     }
 
     private void signal(String name) throws IOException, InterruptedException {
-        new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start().waitFor();
+        new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+                .inheritIO()
+                .start()
+                .waitFor();
     }
 
     /** SIGKILL. */
@@ -65,5 +75,4 @@ final class AgentProcess implements AutoCloseable {
             kill();
         }
     }
-
 }

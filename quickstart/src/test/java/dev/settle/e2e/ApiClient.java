@@ -23,10 +23,12 @@ final class ApiClient {
 
     /** POSTs a message and returns the 202's body; any other status fails the test. */
     JsonNode post(String sessionId, String text) {
-        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
+        HttpResponse<String> r = send(HttpRequest.newBuilder(
+                        URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
                 .header("Authorization", "Bearer " + key)
                 .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(SettleSystem.JSON.writeValueAsString(Map.of("text", text)))).build());
+                .POST(HttpRequest.BodyPublishers.ofString(SettleSystem.JSON.writeValueAsString(Map.of("text", text))))
+                .build());
         if (r.statusCode() != 202) {
             throw new AssertionError("POST answered " + r.statusCode() + ": " + r.body());
         }
@@ -44,12 +46,16 @@ final class ApiClient {
     }
 
     List<JsonNode> messages(String sessionId, String role) {
-        return messages(sessionId).stream().filter(m -> role.equals(m.get("role").asString())).toList();
+        return messages(sessionId).stream()
+                .filter(m -> role.equals(m.get("role").asString()))
+                .toList();
     }
 
     private JsonNode get(String path) {
         HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + path))
-                .header("Authorization", "Bearer " + key).GET().build());
+                .header("Authorization", "Bearer " + key)
+                .GET()
+                .build());
         if (r.statusCode() != 200) {
             throw new AssertionError("GET " + path + " answered " + r.statusCode() + ": " + r.body());
         }
@@ -58,7 +64,8 @@ final class ApiClient {
 
     /** GETs any URL (a worker's actuator, say) and returns the 200's body. */
     String raw(String url) {
-        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(url)).GET().build());
+        HttpResponse<String> r =
+                send(HttpRequest.newBuilder(URI.create(url)).GET().build());
         if (r.statusCode() != 200) {
             throw new AssertionError("GET " + url + " answered " + r.statusCode() + ": " + r.body());
         }

@@ -37,16 +37,14 @@ import java.util.function.Supplier;
  */
 final class ChaosFaults implements AutoCloseable {
     /** A kill of an agent process: when, and which leases it held. */
-    record Kill(Instant at, Map<Long, String> leases) {
-    }
+    record Kill(Instant at, Map<Long, String> leases) {}
 
     /**
      * A broker restart: how long it was kept down before the restart began, when it answered again and when
      * the probe posted while it was down was answered, all in ms after the kill; and how long the probe's 202 took.
      */
-    record BrokerRestart(long killedNanos, long downMillis, long answeringMillis, long probeAnsweredMillis,
-                         long probePostMillis) {
-    }
+    record BrokerRestart(
+            long killedNanos, long downMillis, long answeringMillis, long probeAnsweredMillis, long probePostMillis) {}
 
     static final String BROKER_RESTARTED = "Kafka broker restarted (SIGKILL, down 2-6 s, same port and data)";
     /**
@@ -63,17 +61,18 @@ final class ChaosFaults implements AutoCloseable {
     /** Per agent instance (slot): {kills, freezes} it suffered. */
     final int[][] hits;
     /** Every fault injected by the fault thread: what, and when (System.nanoTime), for the checker's details. */
-    record Span(String what, long from, long to) {
-    }
+    record Span(String what, long from, long to) {}
 
     final List<Span> timeline = java.util.Collections.synchronizedList(new ArrayList<>());
     /** Broken promises seen by the injector itself (the history checker sees the rest). */
     final List<String> violations = new ArrayList<>();
+
     private final SettleSystem settle;
     private final ChaosModel model;
     private final Supplier<AgentProcess> newAgent;
     /** The agent instances, one per slot; a killed one is replaced in its slot. */
     private final List<AgentProcess> agents;
+
     private final Duration ttl;
     private final KafkaBrokerProcess broker;
     private final Random random = new Random(5);
@@ -82,11 +81,17 @@ final class ChaosFaults implements AutoCloseable {
     private final Thread brokerThread;
     /** From the broker kill until it answers again. */
     private volatile boolean brokerAway;
+
     private final Random brokerRandom = new Random(7);
 
     /** @param broker the broker the system runs on, to restart; null to leave the broker alone */
-    ChaosFaults(SettleSystem settle, ChaosModel model, List<AgentProcess> agents, Supplier<AgentProcess> newAgent,
-                Duration ttl, KafkaBrokerProcess broker) {
+    ChaosFaults(
+            SettleSystem settle,
+            ChaosModel model,
+            List<AgentProcess> agents,
+            Supplier<AgentProcess> newAgent,
+            Duration ttl,
+            KafkaBrokerProcess broker) {
         this.broker = broker;
         this.settle = settle;
         this.model = model;
@@ -95,7 +100,8 @@ final class ChaosFaults implements AutoCloseable {
         this.newAgent = newAgent;
         this.ttl = ttl;
         this.thread = Thread.ofPlatform().name("chaos-faults").start(this::loop);
-        this.brokerThread = broker == null ? null : Thread.ofPlatform().name("chaos-broker").start(this::brokerLoop);
+        this.brokerThread =
+                broker == null ? null : Thread.ofPlatform().name("chaos-broker").start(this::brokerLoop);
     }
 
     private void count(String kind) {
@@ -157,10 +163,9 @@ final class ChaosFaults implements AutoCloseable {
         }
         AgentProcess victim = agents.get(slot);
         Map<Long, String> leases = new ConcurrentHashMap<>();
-        settle.jdbc.query("SELECT id, lease_token FROM chat_session WHERE lease_token IS NOT NULL",
-                rs -> {
-                    leases.put(rs.getLong(1), rs.getString(2));
-                });
+        settle.jdbc.query("SELECT id, lease_token FROM chat_session WHERE lease_token IS NOT NULL", rs -> {
+            leases.put(rs.getLong(1), rs.getString(2));
+        });
         victim.kill();
         synchronized (kills) {
             kills.add(new Kill(Instant.now(), leases));
@@ -207,7 +212,8 @@ final class ChaosFaults implements AutoCloseable {
             }
         }
         if (killed > 0) {
-            counts.computeIfAbsent("database connections killed", k -> new AtomicInteger()).addAndGet(killed);
+            counts.computeIfAbsent("database connections killed", k -> new AtomicInteger())
+                    .addAndGet(killed);
         }
         return killed + " database connections killed";
     }
@@ -219,8 +225,12 @@ final class ChaosFaults implements AutoCloseable {
         }
         KafkaTemplate<String, String> kafka = settle.ingest.getBean(KafkaTemplate.class);
         try {
-            for (Long id : settle.jdbc.queryForList("SELECT id FROM chat_session ORDER BY RAND() LIMIT 10", Long.class)) {
-                kafka.send(Topics.SESSION_READY, Long.toString(id), EventCodec.encode(new SessionReady(id, 1, "window", Instant.now())));
+            for (Long id :
+                    settle.jdbc.queryForList("SELECT id FROM chat_session ORDER BY RAND() LIMIT 10", Long.class)) {
+                kafka.send(
+                        Topics.SESSION_READY,
+                        Long.toString(id),
+                        EventCodec.encode(new SessionReady(id, 1, "window", Instant.now())));
             }
         } catch (org.springframework.kafka.KafkaException brokerJustKilled) {
             return null;
@@ -231,7 +241,8 @@ final class ChaosFaults implements AutoCloseable {
 
     private String dropEvents() {
         int dropped = settle.jdbc.update("DELETE FROM debounce_timer ORDER BY RAND() LIMIT 3");
-        counts.computeIfAbsent("armed timers dropped (lost wake-ups)", k -> new AtomicInteger()).addAndGet(dropped);
+        counts.computeIfAbsent("armed timers dropped (lost wake-ups)", k -> new AtomicInteger())
+                .addAndGet(dropped);
         return dropped + " armed timers dropped";
     }
 
@@ -242,7 +253,9 @@ final class ChaosFaults implements AutoCloseable {
             case 1 -> WebhookReceiver.Answer.status(200).delay(Duration.ofMillis(800));
             default -> WebhookReceiver.Answer.status(500);
         });
-        String what = kind == 0 ? "webhook receiver down" : kind == 1 ? "webhook receiver slow" : "webhook receiver answering 500";
+        String what = kind == 0
+                ? "webhook receiver down"
+                : kind == 1 ? "webhook receiver slow" : "webhook receiver answering 500";
         count(what);
         SettleSystem.sleep(Duration.ofMillis(1500 + random.nextInt(1500)));
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(200));
@@ -311,7 +324,8 @@ final class ChaosFaults implements AutoCloseable {
             List<Map<String, Object>> row;
             try {
                 row = settle.jdbc.queryForList(
-                        "SELECT version, replied_version, failed_version FROM chat_session WHERE external_id = ?", probe);
+                        "SELECT version, replied_version, failed_version FROM chat_session WHERE external_id = ?",
+                        probe);
             } catch (org.springframework.dao.DataAccessException connectionKilled) {
                 // the connection-killing fault hit this query: ask again, so that the restart is still recorded
                 SettleSystem.sleep(Duration.ofMillis(50));
@@ -321,14 +335,17 @@ final class ChaosFaults implements AutoCloseable {
                 answered = millisSince(killed);
                 break;
             }
-            if (!row.isEmpty() && ((Number) row.getFirst().get("failed_version")).longValue()
-                    >= ((Number) row.getFirst().get("version")).longValue()) {
-                settle.postPath("/v1/sessions/" + probe + "/retry"); // the model failed meanwhile: retry, as a client would
+            if (!row.isEmpty()
+                    && ((Number) row.getFirst().get("failed_version")).longValue()
+                            >= ((Number) row.getFirst().get("version")).longValue()) {
+                settle.postPath(
+                        "/v1/sessions/" + probe + "/retry"); // the model failed meanwhile: retry, as a client would
             }
             SettleSystem.sleep(Duration.ofMillis(50));
         }
         if (answered < 0 && r.status() == 202) {
-            violation("probe " + probe + " posted while the broker was down was not answered within 90 s of the restart");
+            violation(
+                    "probe " + probe + " posted while the broker was down was not answered within 90 s of the restart");
         }
         synchronized (brokerRestarts) {
             brokerRestarts.add(new BrokerRestart(killed, down, answering, answered, postMillis));
@@ -345,11 +362,14 @@ final class ChaosFaults implements AutoCloseable {
         List<long[]> frozen = freezes();
         for (long[] outage : outages()) {
             long from = outage[0];
-            posts.stream().filter(p -> p.startNanos() >= from && p.startNanos() <= outage[1]
+            posts.stream()
+                    .filter(p -> p.startNanos() >= from
+                            && p.startNanos() <= outage[1]
                             && p.millis() > OUTAGE_POST_LIMIT.toMillis())
                     .filter(p -> frozen.stream().noneMatch(f -> overlaps(p, f)))
-                    .forEach(p -> slow.add("a POST " + (p.startNanos() - from) / 1_000_000 + " ms after the broker kill took "
-                            + p.millis() + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis() + " ms)"));
+                    .forEach(p ->
+                            slow.add("a POST " + (p.startNanos() - from) / 1_000_000 + " ms after the broker kill took "
+                                    + p.millis() + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis() + " ms)"));
         }
         return slow;
     }
@@ -372,7 +392,8 @@ final class ChaosFaults implements AutoCloseable {
     List<long[]> outages() {
         synchronized (brokerRestarts) {
             return brokerRestarts.stream()
-                    .map(r -> new long[] {r.killedNanos(), r.killedNanos() + r.answeringMillis() * 1_000_000}).toList();
+                    .map(r -> new long[] {r.killedNanos(), r.killedNanos() + r.answeringMillis() * 1_000_000})
+                    .toList();
         }
     }
 
@@ -396,8 +417,10 @@ final class ChaosFaults implements AutoCloseable {
     /** The faults of the fault thread whose span overlapped the POST's, as "what (from +ms)" relative to {@code origin}. */
     List<String> faultsDuring(ChaosWorkload.Post p, long origin) {
         synchronized (timeline) {
-            return timeline.stream().filter(f -> overlaps(p, new long[] {f.from(), f.to()}))
-                    .map(f -> f.what() + " (" + (f.from() - origin) / 1_000_000 + "-" + (f.to() - origin) / 1_000_000 + " ms)")
+            return timeline.stream()
+                    .filter(f -> overlaps(p, new long[] {f.from(), f.to()}))
+                    .map(f -> f.what() + " (" + (f.from() - origin) / 1_000_000 + "-" + (f.to() - origin) / 1_000_000
+                            + " ms)")
                     .toList();
         }
     }

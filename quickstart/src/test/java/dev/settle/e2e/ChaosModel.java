@@ -19,7 +19,12 @@ import java.util.regex.Pattern;
  * switched by the fault injector: normal, erroring, slow or hanging.
  */
 final class ChaosModel {
-    enum Mode { NORMAL, ERRORS, SLOW, HANG }
+    enum Mode {
+        NORMAL,
+        ERRORS,
+        SLOW,
+        HANG
+    }
 
     private static final Pattern BOOK = Pattern.compile("book (\\d+)");
     volatile Mode mode = Mode.NORMAL;
@@ -29,7 +34,9 @@ final class ChaosModel {
         Mode now = mode;
         synchronized (random) {
             if (now == Mode.ERRORS && random.nextInt(3) > 0) {
-                return random.nextBoolean() ? ModelResponse.error(500) : ModelResponse.error(429).retryAfter("0");
+                return random.nextBoolean()
+                        ? ModelResponse.error(500)
+                        : ModelResponse.error(429).retryAfter("0");
             }
             if (now == Mode.HANG && random.nextInt(3) == 0) {
                 return ModelResponse.hang();
@@ -38,12 +45,15 @@ final class ChaosModel {
         List<String> pending = new ArrayList<>();
         Set<String> booked = new HashSet<>();
         for (ModelRequest.Msg m : request.messages()) {
-            if ("assistant".equals(m.role()) && (m.toolCalls() == null || m.toolCalls().isEmpty())) {
+            if ("assistant".equals(m.role())
+                    && (m.toolCalls() == null || m.toolCalls().isEmpty())) {
                 pending.clear();
                 booked.clear();
             } else if ("user".equals(m.role())) {
                 pending.add(m.content());
-            } else if ("tool".equals(m.role()) && m.content() != null && m.content().startsWith("booked")) {
+            } else if ("tool".equals(m.role())
+                    && m.content() != null
+                    && m.content().startsWith("booked")) {
                 Matcher amount = Pattern.compile("booked (\\d+)\\.00").matcher(m.content());
                 if (amount.find()) {
                     booked.add(amount.group(1));
@@ -55,7 +65,9 @@ final class ChaosModel {
             Matcher book = BOOK.matcher(text);
             while (book.find()) {
                 if (!booked.contains(book.group(1))) {
-                    calls.add(new ToolCall("c" + calls.size(), "create_transaction",
+                    calls.add(new ToolCall(
+                            "c" + calls.size(),
+                            "create_transaction",
                             "{\"amount\":" + book.group(1) + ",\"category\":\"other\"}"));
                 }
             }
@@ -64,11 +76,14 @@ final class ChaosModel {
         if (!calls.isEmpty() && toolsOffered) {
             return ModelResponse.toolCalls(calls);
         }
-        StringBuilder text = new StringBuilder("answering ").append(pending.size()).append(" messages:");
+        StringBuilder text =
+                new StringBuilder("answering ").append(pending.size()).append(" messages:");
         for (int i = 0; i < 12; i++) {
             text.append(" w").append(i);
         }
         ModelResponse response = ModelResponse.text(text.toString()).chunkSize(7);
-        return now == Mode.SLOW ? response.chunkDelay(Duration.ofMillis(120)) : response.chunkDelay(Duration.ofMillis(10));
+        return now == Mode.SLOW
+                ? response.chunkDelay(Duration.ofMillis(120))
+                : response.chunkDelay(Duration.ofMillis(10));
     }
 }

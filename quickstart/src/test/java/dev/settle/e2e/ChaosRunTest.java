@@ -49,8 +49,10 @@ class ChaosRunTest {
         // tested by LimitsTest), and a 429 stores nothing to judge
         extra.put("settle.limits.rate", "0");
         try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(Path.of("target"));
-             SettleSystem settle = new SettleSystem("chaos", false, extra, broker.bootstrapServers())) {
-            assertEquals(broker.bootstrapServers(), settle.ingest.getEnvironment().getProperty("spring.kafka.bootstrap-servers"),
+                SettleSystem settle = new SettleSystem("chaos", false, extra, broker.bootstrapServers())) {
+            assertEquals(
+                    broker.bootstrapServers(),
+                    settle.ingest.getEnvironment().getProperty("spring.kafka.bootstrap-servers"),
                     "the applications run on the broker this test restarts");
             settle.model.respondWith(chaosModel::answer);
             settle.startDebounceWorker();
@@ -64,7 +66,9 @@ class ChaosRunTest {
                 }
                 for (AgentProcess agent : agents) {
                     await("every agent process joined")
-                            .atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                            .atMost(Duration.ofSeconds(180))
+                            .pollInterval(Duration.ofMillis(20))
+                            .pollInSameThread()
                             .until(() -> agent.logContains("partitions assigned"));
                 }
 
@@ -74,13 +78,19 @@ class ChaosRunTest {
                 Instant started = Instant.now();
                 long startedNanos = System.nanoTime();
                 List<String> ids;
-                faults = new ChaosFaults(settle, chaosModel, agents, () -> {
-                    try {
-                        return new AgentProcess(processProps);
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                }, TTL, broker);
+                faults = new ChaosFaults(
+                        settle,
+                        chaosModel,
+                        agents,
+                        () -> {
+                            try {
+                                return new AgentProcess(processProps);
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                        },
+                        TTL,
+                        broker);
                 try {
                     ids = workload.run(sessions, bursts, 42);
                 } finally {
@@ -90,9 +100,11 @@ class ChaosRunTest {
                 // the backlog left when the workload stops grows with its size: 4 minutes, or 1 per 1,000 bursts
                 await("every session answered and delivered")
                         .atMost(Duration.ofMinutes(Math.max(4, sessions * bursts / 1000)))
-                        .pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .pollInterval(Duration.ofMillis(20))
+                        .pollInSameThread()
                         .until(() -> {
-                            settle.jdbc.queryForList("""
+                            settle.jdbc
+                                    .queryForList("""
                                     SELECT external_id FROM chat_session
                                      WHERE version > replied_version AND failed_version >= version""", String.class)
                                     .forEach(s -> settle.postPath("/v1/sessions/" + s + "/retry"));
@@ -123,7 +135,8 @@ class ChaosRunTest {
      */
     static void warmUp(SettleSystem settle, int users) throws Exception {
         for (int round = 0; round < 2; round++) {
-            try (java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            try (java.util.concurrent.ExecutorService clients =
+                    java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
                 List<java.util.concurrent.Future<?>> posts = new ArrayList<>();
                 for (int i = 0; i < users; i++) {
                     String session = "warm-up-" + i;
@@ -136,8 +149,16 @@ class ChaosRunTest {
         }
     }
 
-    static void check(SettleSystem settle, int sessions, int bursts, List<String> ids, ChaosWorkload workload,
-                      ChaosFaults faults, Duration took, long startedNanos) throws Exception {
+    static void check(
+            SettleSystem settle,
+            int sessions,
+            int bursts,
+            List<String> ids,
+            ChaosWorkload workload,
+            ChaosFaults faults,
+            Duration took,
+            long startedNanos)
+            throws Exception {
         HistoryChecker checker = new HistoryChecker(settle.jdbc, SettleSystem.MAX_WAIT, TTL);
         checker.check(ids, workload, settle.receiver.deliveries(), faults.kills);
         checker.checkPostLatency(workload.postTimes, faults, startedNanos);
@@ -151,20 +172,24 @@ class ChaosRunTest {
         violations.addAll(faults.violations);
         violations.addAll(faults.slowPostsDuringOutages(workload.postTimes));
         assertEquals(List.of(), violations, "violations of Settle's promises");
-        org.junit.jupiter.api.Assertions.assertTrue(faults.counts.containsKey(ChaosFaults.BROKER_RESTARTED),
+        org.junit.jupiter.api.Assertions.assertTrue(
+                faults.counts.containsKey(ChaosFaults.BROKER_RESTARTED),
                 "the run restarted the Kafka broker at least once");
         checkerCatchesBrokenHistories(settle, ids, workload, faults);
         checkerCatchesSlowPosts(settle, faults, startedNanos);
     }
 
     /** The checker is not a rubber stamp: break the history in three ways and it names each session. */
-    static void checkerCatchesBrokenHistories(SettleSystem settle, List<String> ids, ChaosWorkload workload,
-                                              ChaosFaults faults) {
-        String booker = ids.stream().filter(s -> workload.bookingsPerSession.getOrDefault(s, 0) > 0).findFirst().orElseThrow();
+    static void checkerCatchesBrokenHistories(
+            SettleSystem settle, List<String> ids, ChaosWorkload workload, ChaosFaults faults) {
+        String booker = ids.stream()
+                .filter(s -> workload.bookingsPerSession.getOrDefault(s, 0) > 0)
+                .findFirst()
+                .orElseThrow();
         String other = ids.stream().filter(s -> !s.equals(booker)).findFirst().orElseThrow();
-        settle.jdbc.update("DELETE FROM ledger_entry WHERE id = ?", settle.jdbc.queryForObject("""
-                SELECT MIN(l.id) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id WHERE s.external_id = ?""",
-                Long.class, booker));
+        settle.jdbc.update(
+                "DELETE FROM ledger_entry WHERE id = ?", settle.jdbc.queryForObject("""
+                SELECT MIN(l.id) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id WHERE s.external_id = ?""", Long.class, booker));
         settle.jdbc.update("""
                 UPDATE chat_message m JOIN chat_session s ON s.id = m.session_id
                    SET m.text = CONCAT(m.text, ' (edited)') WHERE s.external_id = ? AND m.role = 'assistant'""", other);
@@ -173,7 +198,8 @@ class ChaosRunTest {
         again.check(List.of(booker, other), workload, settle.receiver.deliveries(), faults.kills);
         String all = String.join("\n", again.violations);
         org.junit.jupiter.api.Assertions.assertTrue(all.contains(booker + ": ") && all.contains("ledger rows"), all);
-        org.junit.jupiter.api.Assertions.assertTrue(all.contains(other + ": ") && all.contains("differs from its persisted stream"), all);
+        org.junit.jupiter.api.Assertions.assertTrue(
+                all.contains(other + ": ") && all.contains("differs from its persisted stream"), all);
         org.junit.jupiter.api.Assertions.assertTrue(all.contains("versions"), all);
     }
 
@@ -185,56 +211,113 @@ class ChaosRunTest {
         long slow = HistoryChecker.POST_LIMIT.toNanos() + 1_000_000;
         long[] outage = faults.outages().getFirst();
         HistoryChecker latency = new HistoryChecker(settle.jdbc, SettleSystem.MAX_WAIT, TTL);
-        latency.checkPostLatency(List.of(
-                new ChaosWorkload.Post("slow-outside", 202, startedNanos - Duration.ofMinutes(1).toNanos(), slow),
-                new ChaosWorkload.Post("slow-inside", 202, outage[0], slow)), faults, startedNanos);
+        latency.checkPostLatency(
+                List.of(
+                        new ChaosWorkload.Post(
+                                "slow-outside",
+                                202,
+                                startedNanos - Duration.ofMinutes(1).toNanos(),
+                                slow),
+                        new ChaosWorkload.Post("slow-inside", 202, outage[0], slow)),
+                faults,
+                startedNanos);
         assertEquals(1, latency.violations.size(), String.join("\n", latency.violations));
         String v = latency.violations.getFirst();
-        org.junit.jupiter.api.Assertions.assertTrue(v.startsWith("slow-outside: a POST started -60000 ms into the run")
-                && v.contains("answered 202 after " + slow / 1_000_000 + " ms (limit "
-                + HistoryChecker.POST_LIMIT.toMillis() + " ms)"), v);
+        org.junit.jupiter.api.Assertions.assertTrue(
+                v.startsWith("slow-outside: a POST started -60000 ms into the run")
+                        && v.contains("answered 202 after " + slow / 1_000_000 + " ms (limit "
+                                + HistoryChecker.POST_LIMIT.toMillis() + " ms)"),
+                v);
     }
 
-    static String report(int sessions, int bursts, ChaosWorkload w, ChaosFaults faults, HistoryChecker checker,
-                         Duration took) {
+    static String report(
+            int sessions, int bursts, ChaosWorkload w, ChaosFaults faults, HistoryChecker checker, Duration took) {
         StringBuilder sb = new StringBuilder();
         sb.append("| figure | value |\n|---|---|\n");
         sb.append("| sessions | ").append(sessions).append(" |\n");
         sb.append("| bursts | ").append(w.bursts.get()).append(" |\n");
         sb.append("| messages accepted | ").append(w.accepted.size()).append(" |\n");
-        sb.append("| double-clicks / multi-device pairs / fast typists | ").append(w.doubleClicks.get()).append(" / ")
-                .append(w.multiDevice.get()).append(" / ").append(w.fastTypists.get()).append(" |\n");
-        sb.append("| 503 answers retried by the client (database unavailable) | ").append(w.serverRetries.get()).append(" |\n");
-        sb.append("| 429 answers waited out by the client (100 unanswered in the session) | ").append(w.unansweredRefusals.get()).append(" |\n");
+        sb.append("| double-clicks / multi-device pairs / fast typists | ")
+                .append(w.doubleClicks.get())
+                .append(" / ")
+                .append(w.multiDevice.get())
+                .append(" / ")
+                .append(w.fastTypists.get())
+                .append(" |\n");
+        sb.append("| 503 answers retried by the client (database unavailable) | ")
+                .append(w.serverRetries.get())
+                .append(" |\n");
+        sb.append("| 429 answers waited out by the client (100 unanswered in the session) | ")
+                .append(w.unansweredRefusals.get())
+                .append(" |\n");
         sb.append("| bookings (side-effecting tool calls intended) | ")
-                .append(w.bookingsPerSession.values().stream().mapToInt(Integer::intValue).sum()).append(" |\n");
-        new TreeMap<>(faults.counts).forEach((k, v) -> sb.append("| fault: ").append(k).append(" | ").append(v.get()).append(" |\n"));
-        sb.append("| takeovers after a kill measured | ").append(checker.takeoverMillis.size()).append(" |\n");
-        sb.append("| takeover p50 / p99 (ms, lease TTL ").append(TTL.toMillis()).append(") | ")
-                .append(HistoryChecker.percentile(checker.takeoverMillis, 0.5)).append(" / ")
-                .append(HistoryChecker.percentile(checker.takeoverMillis, 0.99)).append(" |\n");
+                .append(w.bookingsPerSession.values().stream()
+                        .mapToInt(Integer::intValue)
+                        .sum())
+                .append(" |\n");
+        new TreeMap<>(faults.counts)
+                .forEach((k, v) -> sb.append("| fault: ")
+                        .append(k)
+                        .append(" | ")
+                        .append(v.get())
+                        .append(" |\n"));
+        sb.append("| takeovers after a kill measured | ")
+                .append(checker.takeoverMillis.size())
+                .append(" |\n");
+        sb.append("| takeover p50 / p99 (ms, lease TTL ")
+                .append(TTL.toMillis())
+                .append(") | ")
+                .append(HistoryChecker.percentile(checker.takeoverMillis, 0.5))
+                .append(" / ")
+                .append(HistoryChecker.percentile(checker.takeoverMillis, 0.99))
+                .append(" |\n");
         synchronized (faults.brokerRestarts) {
             for (ChaosFaults.BrokerRestart r : faults.brokerRestarts) {
-                sb.append("| broker restart: kept down / answering again / probe answered (ms after the kill); probe 202 (ms) | ")
-                        .append(r.downMillis()).append(" / ").append(r.answeringMillis()).append(" / ")
-                        .append(r.probeAnsweredMillis()).append("; ").append(r.probePostMillis()).append(" |\n");
+                sb.append(
+                                "| broker restart: kept down / answering again / probe answered (ms after the kill); probe 202 (ms) | ")
+                        .append(r.downMillis())
+                        .append(" / ")
+                        .append(r.answeringMillis())
+                        .append(" / ")
+                        .append(r.probeAnsweredMillis())
+                        .append("; ")
+                        .append(r.probePostMillis())
+                        .append(" |\n");
             }
         }
         long[] inside = faults.postLatency(w.postTimes, true);
         long[] outside = faults.postLatency(w.postTimes, false);
-        sb.append("| POSTs while the broker was away: count / slowest answer (ms) | ").append(inside[0]).append(" / ")
-                .append(inside[1]).append(" |\n");
-        sb.append("| other POSTs: count / slowest answer (ms) | ").append(outside[0]).append(" / ").append(outside[1]).append(" |\n");
+        sb.append("| POSTs while the broker was away: count / slowest answer (ms) | ")
+                .append(inside[0])
+                .append(" / ")
+                .append(inside[1])
+                .append(" |\n");
+        sb.append("| other POSTs: count / slowest answer (ms) | ")
+                .append(outside[0])
+                .append(" / ")
+                .append(outside[1])
+                .append(" |\n");
         sb.append("| POSTs judged outside outages and freezes: count / slowest answer (ms, limit ")
-                .append(HistoryChecker.POST_LIMIT.toMillis()).append(") | ").append(checker.postsJudged).append(" / ")
-                .append(checker.slowestJudgedPost).append(" |\n");
+                .append(HistoryChecker.POST_LIMIT.toMillis())
+                .append(") | ")
+                .append(checker.postsJudged)
+                .append(" / ")
+                .append(checker.slowestJudgedPost)
+                .append(" |\n");
         sb.append("| agent instances hit, kills / freezes per instance | ");
         for (int i = 0; i < faults.hits.length; i++) {
-            sb.append(i == 0 ? "" : ", ").append(i + 1).append(": ").append(faults.hits[i][0]).append(" / ").append(faults.hits[i][1]);
+            sb.append(i == 0 ? "" : ", ")
+                    .append(i + 1)
+                    .append(": ")
+                    .append(faults.hits[i][0])
+                    .append(" / ")
+                    .append(faults.hits[i][1]);
         }
         sb.append(" |\n");
         List<String> slow = faults.slowPostsDuringOutages(w.postTimes);
-        sb.append("| violations | ").append(checker.violations.size() + faults.violations.size() + slow.size()).append(" |\n");
+        sb.append("| violations | ")
+                .append(checker.violations.size() + faults.violations.size() + slow.size())
+                .append(" |\n");
         sb.append("| wall time | ").append(took.toSeconds()).append(" s |\n");
         checker.violations.stream().limit(50).forEach(v -> sb.append("\n- ").append(v));
         faults.violations.forEach(v -> sb.append("\n- ").append(v));

@@ -21,11 +21,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class ChaosWorkload {
     /** One accepted message. */
-    record Accepted(String sessionId, long version, String messageId, String text) {
-    }
+    record Accepted(String sessionId, long version, String messageId, String text) {}
 
     /** Every accepted message by messageId (a replayed Idempotency-Key answers the same id). */
     final Map<String, Accepted> accepted = new ConcurrentHashMap<>();
+
     final Map<String, Integer> bookingsPerSession = new ConcurrentHashMap<>();
     final AtomicInteger bursts = new AtomicInteger();
     final AtomicInteger doubleClicks = new AtomicInteger();
@@ -44,6 +44,7 @@ final class ChaosWorkload {
 
     /** Every POST attempt, retries included. */
     final List<Post> postTimes = java.util.Collections.synchronizedList(new ArrayList<>());
+
     private final AtomicInteger amounts = new AtomicInteger(1000);
     private final SettleSystem settle;
     private final Duration window;
@@ -99,7 +100,8 @@ final class ChaosWorkload {
                 post(s, "msg " + m + " of " + s, null);
             }
             // gaps around the window: mostly inside it, sometimes just past it
-            long gap = fastTypist ? window.toMillis() / 2 : (long) (window.toMillis() * (0.2 + random.nextDouble() * 1.1));
+            long gap =
+                    fastTypist ? window.toMillis() / 2 : (long) (window.toMillis() * (0.2 + random.nextDouble() * 1.1));
             sleep(gap);
         }
     }
@@ -113,7 +115,8 @@ final class ChaosWorkload {
 
     private void twoDevices(String s, Random random) throws Exception {
         multiDevice.incrementAndGet();
-        together(() -> post(s, "phone says " + random.nextInt(1000), null),
+        together(
+                () -> post(s, "phone says " + random.nextInt(1000), null),
                 () -> post(s, "laptop says " + random.nextInt(1000), null));
     }
 
@@ -152,7 +155,8 @@ final class ChaosWorkload {
         if (r.status() != 202) {
             throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body());
         }
-        Accepted a = new Accepted(s, r.json().get("version").asLong(), r.json().get("messageId").asString(), text);
+        Accepted a = new Accepted(
+                s, r.json().get("version").asLong(), r.json().get("messageId").asString(), text);
         accepted.putIfAbsent(a.messageId(), a);
     }
 
@@ -172,6 +176,5 @@ final class ChaosWorkload {
         SettleSystem.sleep(Duration.ofMillis(ms));
     }
 
-    record ApiResult(int status, String body, tools.jackson.databind.JsonNode json) {
-    }
+    record ApiResult(int status, String body, tools.jackson.databind.JsonNode json) {}
 }

@@ -37,15 +37,21 @@ class ConcurrentBookingTest {
     /** Partitions of the session-ready topic this instance consumes now. */
     static int assignedPartitions(ConfigurableApplicationContext agent) {
         int n = 0;
-        for (MessageListenerContainer c : agent.getBean(KafkaListenerEndpointRegistry.class).getListenerContainers()) {
-            n += c.getAssignedPartitions() == null ? 0 : c.getAssignedPartitions().size();
+        for (MessageListenerContainer c :
+                agent.getBean(KafkaListenerEndpointRegistry.class).getListenerContainers()) {
+            n += c.getAssignedPartitions() == null
+                    ? 0
+                    : c.getAssignedPartitions().size();
         }
         return n;
     }
 
     /** Turns this instance committed (its own meter registry). */
     static long committedTurns(ConfigurableApplicationContext agent) {
-        Counter c = agent.getBean(MeterRegistry.class).find("settle.turns").tag("outcome", "committed").counter();
+        Counter c = agent.getBean(MeterRegistry.class)
+                .find("settle.turns")
+                .tag("outcome", "committed")
+                .counter();
         return c == null ? 0 : (long) c.count();
     }
 
@@ -65,8 +71,12 @@ class ConcurrentBookingTest {
             bookings.add(1 + random.nextInt(3)); // 1-3 identical taxi rides in one message
         }
         settle.model.respondWith(r -> {
-            int i = ids.indexOf(r.messages().stream().filter(m -> "user".equals(m.role())).map(m -> m.content())
-                    .reduce((a, b) -> b).orElse("").replace("taxi rides ", ""));
+            int i = ids.indexOf(r.messages().stream()
+                    .filter(m -> "user".equals(m.role()))
+                    .map(m -> m.content())
+                    .reduce((a, b) -> b)
+                    .orElse("")
+                    .replace("taxi rides ", ""));
             if (i < 0) {
                 return ModelDouble.echo(r);
             }
@@ -75,16 +85,19 @@ class ConcurrentBookingTest {
             }
             List<dev.settle.testsupport.ToolCall> calls = new ArrayList<>();
             for (int k = 0; k < bookings.get(i); k++) {
-                calls.add(new dev.settle.testsupport.ToolCall("t" + k, "create_transaction",
-                        "{\"amount\":" + (i + 1) + ",\"category\":\"transport\"}"));
+                calls.add(new dev.settle.testsupport.ToolCall(
+                        "t" + k, "create_transaction", "{\"amount\":" + (i + 1) + ",\"category\":\"transport\"}"));
             }
             return ModelResponse.toolCalls(calls).delay(Duration.ofMillis(100 + random.nextInt(200)));
         });
         await("both instances consume their share of the partitions")
-                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() ->
-                        assignedPartitions(agents.get(0)) > 0 && assignedPartitions(agents.get(1)) > 0
-                                && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1)) == dev.settle.contracts.Topics.PARTITIONS);
+                .atMost(Duration.ofSeconds(60))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> assignedPartitions(agents.get(0)) > 0
+                        && assignedPartitions(agents.get(1)) > 0
+                        && assignedPartitions(agents.get(0)) + assignedPartitions(agents.get(1))
+                                == dev.settle.contracts.Topics.PARTITIONS);
         try (ExecutorService clients = Executors.newFixedThreadPool(16)) {
             List<Future<?>> posts = new ArrayList<>();
             for (String s : ids) {
@@ -95,7 +108,9 @@ class ConcurrentBookingTest {
             }
         }
         await("every session answered")
-                .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(Duration.ofSeconds(120))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
         int intended = bookings.stream().mapToInt(Integer::intValue).sum();
         assertEquals(intended, settle.jdbc.queryForObject("""
@@ -110,7 +125,9 @@ class ConcurrentBookingTest {
         }
         // both instances did real work: each committed some of the 100 turns, together exactly 100
         await("every committed turn counted")
-                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> committedTurns(agents.get(0)) + committedTurns(agents.get(1)) == sessions);
         long first = committedTurns(agents.get(0));
         long second = committedTurns(agents.get(1));

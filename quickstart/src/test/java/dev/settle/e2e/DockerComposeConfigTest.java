@@ -70,32 +70,79 @@ class DockerComposeConfigTest {
 
     /** Per application: each variable it must be given, where its value lands after binding, and how to read the text. */
     static final Map<String, Map<String, Check>> BINDS = Map.of(
-            "ingest-api", withSpring(Map.of(
-                    "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
-                    "SETTLE_MANAGEMENT_PORT", new Check(b -> b.bind("settle.management.port", Integer.class).get(), Integer::valueOf),
-                    "SETTLE_API_KEY", new Check(b -> b.bind("settle", IngestSettings.class).get().apiKey(), s -> s))),
-            "debounce-worker", withSpring(Map.of(
-                    "SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf),
-                    "SETTLE_DEBOUNCE_WINDOW", new Check(b -> debounce(b).window(), DurationStyle::detectAndParse),
-                    "SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse))),
-            "agent-worker", withSpring(Map.ofEntries(
-                    entry("SERVER_PORT", new Check(b -> bind(b, "server", new ServerProperties()).getPort(), Integer::valueOf)),
-                    entry("SETTLE_DEBOUNCE_WINDOW", new Check(b -> debounce(b).window(), DurationStyle::detectAndParse)),
-                    entry("SETTLE_DEBOUNCE_MAXWAIT", new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse)),
-                    entry("SETTLE_LEASE_TTL", new Check(b -> agent(b).lease().ttl(), DurationStyle::detectAndParse)),
-                    entry("SETTLE_LLM_URL", new Check(b -> agent(b).llm().url(), s -> s)),
-                    entry("SETTLE_LLM_MODEL", new Check(b -> agent(b).llm().model(), s -> s)),
-                    entry("SETTLE_LLM_KEY", new Check(b -> agent(b).llm().key(), s -> s)),
-                    entry("SETTLE_WEBHOOK_URL", new Check(b -> agent(b).webhook().url(), s -> s)),
-                    entry("SETTLE_WEBHOOK_SECRET", new Check(b -> agent(b).webhook().secret(), s -> s)),
-                    entry("SETTLE_WEBHOOK_ALLOWUNSIGNED", new Check(b -> agent(b).webhook().allowunsigned(), Boolean::valueOf)),
-                    entry("SETTLE_WEBHOOK_ALLOWPRIVATE", new Check(b -> agent(b).webhook().allowprivate(), Boolean::valueOf)))));
+            "ingest-api",
+                    withSpring(Map.of(
+                            "SERVER_PORT",
+                                    new Check(
+                                            b -> bind(b, "server", new ServerProperties())
+                                                    .getPort(),
+                                            Integer::valueOf),
+                            "SETTLE_MANAGEMENT_PORT",
+                                    new Check(
+                                            b -> b.bind("settle.management.port", Integer.class)
+                                                    .get(),
+                                            Integer::valueOf),
+                            "SETTLE_API_KEY",
+                                    new Check(
+                                            b -> b.bind("settle", IngestSettings.class)
+                                                    .get()
+                                                    .apiKey(),
+                                            s -> s))),
+            "debounce-worker",
+                    withSpring(Map.of(
+                            "SERVER_PORT",
+                                    new Check(
+                                            b -> bind(b, "server", new ServerProperties())
+                                                    .getPort(),
+                                            Integer::valueOf),
+                            "SETTLE_DEBOUNCE_WINDOW",
+                                    new Check(b -> debounce(b).window(), DurationStyle::detectAndParse),
+                            "SETTLE_DEBOUNCE_MAXWAIT",
+                                    new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse))),
+            "agent-worker",
+                    withSpring(Map.ofEntries(
+                            entry(
+                                    "SERVER_PORT",
+                                    new Check(
+                                            b -> bind(b, "server", new ServerProperties())
+                                                    .getPort(),
+                                            Integer::valueOf)),
+                            entry(
+                                    "SETTLE_DEBOUNCE_WINDOW",
+                                    new Check(b -> debounce(b).window(), DurationStyle::detectAndParse)),
+                            entry(
+                                    "SETTLE_DEBOUNCE_MAXWAIT",
+                                    new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse)),
+                            entry(
+                                    "SETTLE_LEASE_TTL",
+                                    new Check(b -> agent(b).lease().ttl(), DurationStyle::detectAndParse)),
+                            entry(
+                                    "SETTLE_LLM_URL",
+                                    new Check(b -> agent(b).llm().url(), s -> s)),
+                            entry(
+                                    "SETTLE_LLM_MODEL",
+                                    new Check(b -> agent(b).llm().model(), s -> s)),
+                            entry(
+                                    "SETTLE_LLM_KEY",
+                                    new Check(b -> agent(b).llm().key(), s -> s)),
+                            entry(
+                                    "SETTLE_WEBHOOK_URL",
+                                    new Check(b -> agent(b).webhook().url(), s -> s)),
+                            entry(
+                                    "SETTLE_WEBHOOK_SECRET",
+                                    new Check(b -> agent(b).webhook().secret(), s -> s)),
+                            entry(
+                                    "SETTLE_WEBHOOK_ALLOWUNSIGNED",
+                                    new Check(b -> agent(b).webhook().allowunsigned(), Boolean::valueOf)),
+                            entry(
+                                    "SETTLE_WEBHOOK_ALLOWPRIVATE",
+                                    new Check(b -> agent(b).webhook().allowprivate(), Boolean::valueOf)))));
 
-    record Check(Function<Binder, Object> bound, Function<String, Object> parse) {
-    }
+    record Check(Function<Binder, Object> bound, Function<String, Object> parse) {}
 
     @Test
-    void each_service_sets_exactly_the_variables_its_application_binds_and_each_arrives_with_the_probe_value() throws IOException {
+    void each_service_sets_exactly_the_variables_its_application_binds_and_each_arrives_with_the_probe_value()
+            throws IOException {
         for (String app : APPS) {
             Map<String, String> env = environment(app, PROBES);
             assertEquals(new TreeSet<>(BINDS.get(app).keySet()), new TreeSet<>(env.keySet()), app + " environment");
@@ -109,16 +156,26 @@ class DockerComposeConfigTest {
         for (String app : APPS) {
             Map<String, String> env = environment(app, host);
             assertBound(app, env);
-            assertEquals("jdbc:mysql://db:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true",
-                    env.get("SPRING_DATASOURCE_URL"), app);
+            assertEquals(
+                    "jdbc:mysql://db:3306/settle?sslMode=DISABLED&allowPublicKeyRetrieval=true",
+                    env.get("SPRING_DATASOURCE_URL"),
+                    app);
             assertEquals("kafka:9092", env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"), app);
         }
         assertEquals("change-me", environment("ingest-api", host).get("SETTLE_API_KEY"));
         // the file restates no application default: what the host does not set, the container does not get
         Map<String, String> agentEnv = environment("agent-worker", host);
-        for (String passedThrough : List.of("SETTLE_DEBOUNCE_WINDOW", "SETTLE_DEBOUNCE_MAXWAIT", "SETTLE_LEASE_TTL",
-                "SETTLE_LLM_URL", "SETTLE_LLM_MODEL", "SETTLE_LLM_KEY", "SETTLE_WEBHOOK_URL", "SETTLE_WEBHOOK_SECRET",
-                "SETTLE_WEBHOOK_ALLOWUNSIGNED", "SETTLE_WEBHOOK_ALLOWPRIVATE")) {
+        for (String passedThrough : List.of(
+                "SETTLE_DEBOUNCE_WINDOW",
+                "SETTLE_DEBOUNCE_MAXWAIT",
+                "SETTLE_LEASE_TTL",
+                "SETTLE_LLM_URL",
+                "SETTLE_LLM_MODEL",
+                "SETTLE_LLM_KEY",
+                "SETTLE_WEBHOOK_URL",
+                "SETTLE_WEBHOOK_SECRET",
+                "SETTLE_WEBHOOK_ALLOWUNSIGNED",
+                "SETTLE_WEBHOOK_ALLOWPRIVATE")) {
             assertFalse(agentEnv.containsKey(passedThrough), passedThrough + " is set without the host setting it");
         }
         // the SSRF guard stays on unless asked: webhook URLs on private addresses are refused by default
@@ -126,17 +183,24 @@ class DockerComposeConfigTest {
         // and nothing goes out unsigned unless asked
         assertEquals(false, agent(binder(agentEnv)).webhook().allowunsigned());
         // a variable the host sets reaches the container as set
-        assertEquals("true", environment("agent-worker", Map.of("SETTLE_API_KEY", "k", "SETTLE_WEBHOOK_ALLOWPRIVATE", "true"))
-                .get("SETTLE_WEBHOOK_ALLOWPRIVATE"));
+        assertEquals(
+                "true",
+                environment("agent-worker", Map.of("SETTLE_API_KEY", "k", "SETTLE_WEBHOOK_ALLOWPRIVATE", "true"))
+                        .get("SETTLE_WEBHOOK_ALLOWPRIVATE"));
         // each worker's actuator is published on the port it listens on
-        assertEquals(List.of("${SETTLE_DEBOUNCE_PORT:-8081}:8081"), services().get("debounce-worker").get("ports"));
+        assertEquals(
+                List.of("${SETTLE_DEBOUNCE_PORT:-8081}:8081"),
+                services().get("debounce-worker").get("ports"));
         assertEquals("8081", environment("debounce-worker", Map.of()).get("SERVER_PORT"));
-        assertEquals(List.of("${SETTLE_AGENT_PORT:-8082}:8082"), services().get("agent-worker").get("ports"));
+        assertEquals(
+                List.of("${SETTLE_AGENT_PORT:-8082}:8082"),
+                services().get("agent-worker").get("ports"));
         assertEquals("8082", environment("agent-worker", Map.of()).get("SERVER_PORT"));
     }
 
     @Test
-    void each_application_runs_its_own_executable_jar_on_java_21_after_the_database_and_kafka_are_healthy() throws IOException {
+    void each_application_runs_its_own_executable_jar_on_java_21_after_the_database_and_kafka_are_healthy()
+            throws IOException {
         Map<String, Map<String, Object>> services = services();
         assertTrue(services.get("kafka").containsKey("healthcheck"));
         assertTrue(services.get("db").containsKey("healthcheck"));
@@ -144,12 +208,21 @@ class DockerComposeConfigTest {
         for (String app : APPS) {
             Map<String, Object> service = services.get(app);
             assertEquals("eclipse-temurin:21-jre", service.get("image"), app);
-            assertEquals(List.of("./" + app + "/target/settle-" + app + "-" + version + "-exec.jar:/app/app.jar:ro"),
-                    service.get("volumes"), app);
+            assertEquals(
+                    List.of("./" + app + "/target/settle-" + app + "-" + version + "-exec.jar:/app/app.jar:ro"),
+                    service.get("volumes"),
+                    app);
             assertEquals(List.of("java", "-jar", "/app/app.jar"), service.get("command"), app);
-            assertEquals(Map.of("db", Map.of("condition", "service_healthy"), "kafka", Map.of("condition", "service_healthy")),
-                    service.get("depends_on"), app);
-            assertTrue(Files.readString(ROOT.resolve(app).resolve("pom.xml")).contains("<classifier>exec</classifier>"),
+            assertEquals(
+                    Map.of(
+                            "db",
+                            Map.of("condition", "service_healthy"),
+                            "kafka",
+                            Map.of("condition", "service_healthy")),
+                    service.get("depends_on"),
+                    app);
+            assertTrue(
+                    Files.readString(ROOT.resolve(app).resolve("pom.xml")).contains("<classifier>exec</classifier>"),
                     app + " builds an -exec jar");
         }
     }
@@ -161,13 +234,16 @@ class DockerComposeConfigTest {
      * healthcheck must all be MySQL's.
      */
     @Test
-    void the_database_is_mariadb_11_4_and_the_mysql_override_swaps_in_mysql_8_4_under_the_same_name() throws IOException {
+    void the_database_is_mariadb_11_4_and_the_mysql_override_swaps_in_mysql_8_4_under_the_same_name()
+            throws IOException {
         Map<String, Object> db = services().get("db");
         assertEquals("mariadb:11.4", db.get("image"));
         assertEquals("settle", env(db).get("MARIADB_DATABASE"));
         assertEquals("${DB_ROOT_PASSWORD:-settle}", env(db).get("MARIADB_ROOT_PASSWORD"));
         assertEquals(List.of("mariadb-data:/var/lib/mysql"), db.get("volumes"));
-        assertEquals(List.of("CMD", "healthcheck.sh", "--connect", "--innodb_initialized"), healthcheck(db).get("test"));
+        assertEquals(
+                List.of("CMD", "healthcheck.sh", "--connect", "--innodb_initialized"),
+                healthcheck(db).get("test"));
 
         Map<String, Map<String, Object>> override = services("docker-compose.mysql.yml");
         assertEquals(java.util.Set.of("db"), override.keySet(), "the override changes only the database");
@@ -177,10 +253,13 @@ class DockerComposeConfigTest {
         assertEquals("${DB_ROOT_PASSWORD:-settle}", env(mysql).get("MYSQL_ROOT_PASSWORD"));
         // Compose replaces a mount by its target: MySQL gets its own volume, never MariaDB's data directory
         assertEquals(List.of("mysql-data:/var/lib/mysql"), mysql.get("volumes"));
-        assertTrue(String.valueOf(healthcheck(mysql).get("test")).contains("mysqladmin ping"), "MySQL has no healthcheck.sh");
+        assertTrue(
+                String.valueOf(healthcheck(mysql).get("test")).contains("mysqladmin ping"),
+                "MySQL has no healthcheck.sh");
         // the same password variable reaches every service in both set-ups
         for (String app : APPS) {
-            assertEquals("${DB_ROOT_PASSWORD:-settle}", env(services().get(app)).get("SPRING_DATASOURCE_PASSWORD"), app);
+            assertEquals(
+                    "${DB_ROOT_PASSWORD:-settle}", env(services().get(app)).get("SPRING_DATASOURCE_PASSWORD"), app);
         }
     }
 
@@ -193,11 +272,13 @@ class DockerComposeConfigTest {
     @Test
     void without_settle_api_key_compose_refuses_to_start_the_ingest_api() throws IOException {
         for (Map<String, String> host : List.of(Map.<String, String>of(), Map.of("SETTLE_API_KEY", ""))) {
-            IllegalStateException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
-                    () -> environment("ingest-api", host));
+            IllegalStateException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                    IllegalStateException.class, () -> environment("ingest-api", host));
             assertEquals("SETTLE_API_KEY: set SETTLE_API_KEY", refused.getMessage());
         }
-        assertEquals("${SETTLE_API_KEY:?set SETTLE_API_KEY}", env(services().get("ingest-api")).get("SETTLE_API_KEY"));
+        assertEquals(
+                "${SETTLE_API_KEY:?set SETTLE_API_KEY}",
+                env(services().get("ingest-api")).get("SETTLE_API_KEY"));
     }
 
     /**
@@ -211,7 +292,8 @@ class DockerComposeConfigTest {
             List<String> version = new java.util.ArrayList<>(compose);
             version.add("version");
             try {
-                Process probe = new ProcessBuilder(version).redirectErrorStream(true).start();
+                Process probe =
+                        new ProcessBuilder(version).redirectErrorStream(true).start();
                 probe.getInputStream().readAllBytes();
                 if (probe.waitFor() != 0) {
                     continue; // e.g. a docker CLI without the compose plugin
@@ -219,7 +301,8 @@ class DockerComposeConfigTest {
             } catch (IOException notInstalled) {
                 continue;
             }
-            for (List<String> files : List.of(List.of("docker-compose.yml"), List.of("docker-compose.yml", "docker-compose.mysql.yml"))) {
+            for (List<String> files :
+                    List.of(List.of("docker-compose.yml"), List.of("docker-compose.yml", "docker-compose.mysql.yml"))) {
                 List<String> command = new java.util.ArrayList<>(compose);
                 files.forEach(f -> command.addAll(List.of("-f", ROOT.resolve(f).toString())));
                 command.addAll(List.of("config", "-q"));
@@ -233,7 +316,8 @@ class DockerComposeConfigTest {
             }
             return;
         }
-        String reason = "no Compose installed (neither `docker compose` nor `docker-compose`): only the parsing checks ran";
+        String reason =
+                "no Compose installed (neither `docker compose` nor `docker-compose`): only the parsing checks ran";
         System.out.println("DockerComposeConfigTest: " + reason);
         org.junit.jupiter.api.Assumptions.abort(reason);
     }
@@ -309,10 +393,23 @@ class DockerComposeConfigTest {
 
     private static Map<String, Check> withSpring(Map<String, Check> own) {
         Map<String, Check> all = new HashMap<>(own);
-        all.put("SPRING_DATASOURCE_URL", new Check(b -> bind(b, "spring.datasource", new DataSourceProperties()).getUrl(), s -> s));
-        all.put("SPRING_DATASOURCE_PASSWORD", new Check(b -> bind(b, "spring.datasource", new DataSourceProperties()).getPassword(), s -> s));
-        all.put("SPRING_KAFKA_BOOTSTRAP_SERVERS", new Check(b -> bind(b, "spring.kafka", new KafkaProperties()).getBootstrapServers(),
-                s -> List.of(s.split(","))));
+        all.put(
+                "SPRING_DATASOURCE_URL",
+                new Check(
+                        b -> bind(b, "spring.datasource", new DataSourceProperties())
+                                .getUrl(),
+                        s -> s));
+        all.put(
+                "SPRING_DATASOURCE_PASSWORD",
+                new Check(
+                        b -> bind(b, "spring.datasource", new DataSourceProperties())
+                                .getPassword(),
+                        s -> s));
+        all.put(
+                "SPRING_KAFKA_BOOTSTRAP_SERVERS",
+                new Check(
+                        b -> bind(b, "spring.kafka", new KafkaProperties()).getBootstrapServers(),
+                        s -> List.of(s.split(","))));
         return Map.copyOf(all);
     }
 

@@ -37,8 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ExternalToolKillTest {
     /** One request that reached the receipt service. */
-    record Attempt(String key, String body) {
-    }
+    record Attempt(String key, String body) {}
 
     /** The receipt service: records every attempt, applies each key once, holds the first attempt unanswered. */
     static final class ReceiptService implements AutoCloseable {
@@ -96,10 +95,15 @@ class ExternalToolKillTest {
     @BeforeAll
     static void start() throws IOException {
         receipts = new ReceiptService();
-        settle = new SettleSystem("extkey", false, Map.of(
-                "settle.demo.receipt-url", receipts.url(),
-                // the receipt service listens on 127.0.0.1
-                "settle.demo.receipt-allowprivate", "true"));
+        settle = new SettleSystem(
+                "extkey",
+                false,
+                Map.of(
+                        "settle.demo.receipt-url",
+                        receipts.url(),
+                        // the receipt service listens on 127.0.0.1
+                        "settle.demo.receipt-allowprivate",
+                        "true"));
     }
 
     @AfterAll
@@ -115,21 +119,29 @@ class ExternalToolKillTest {
         String text = "receipt for lunch 42 " + s;
         // the model asks for the receipt until it sees one sent: the successor's context may show the dead
         // holder's call already FAILED by the tool reaper (stuck past SETTLE_AGENT_TOOLTIMEOUT), and then it asks again
-        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
-                : r.messages().stream().noneMatch(m -> "tool".equals(m.role()) && m.content() != null
-                        && m.content().startsWith("receipt for 42.00"))
-                ? ModelResponse.toolCall("send_receipt", "{\"amount\":42,\"category\":\"food\",\"note\":\"lunch\"}")
-                : ModelResponse.text("Receipt sent."));
+        settle.model.respondWith(r -> !r.body().contains(text)
+                ? ModelDouble.echo(r)
+                : r.messages().stream()
+                                .noneMatch(m -> "tool".equals(m.role())
+                                        && m.content() != null
+                                        && m.content().startsWith("receipt for 42.00"))
+                        ? ModelResponse.toolCall(
+                                "send_receipt", "{\"amount\":42,\"category\":\"food\",\"note\":\"lunch\"}")
+                        : ModelResponse.text("Receipt sent."));
         Map<String, Object> props = new HashMap<>(settle.sharedProperties());
         props.put("spring.kafka.consumer.group-id", settle.agentGroup());
         try (AgentProcess victim = new AgentProcess(props)) {
             // a child JVM starts slowly on a loaded machine
             await("the victim agent started")
-                    .atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofMinutes(4))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> victim.logContains("partitions assigned"));
             settle.post(s, text);
             await("the victim called the receipt service")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(60))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> receipts.attempts.size() == 1);
             assertEquals(List.of("EXECUTING"), statuses(s), "the call is made, its result not committed");
 
@@ -138,24 +150,39 @@ class ExternalToolKillTest {
             ConfigurableApplicationContext survivor = settle.startAgent();
             assertNotNull(survivor.getBean(ToolCatalog.class).get("send_receipt"), "the tool is offered");
             await("one reply after takeover")
-                    .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(120))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             await("the successor's turn committed")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> settle.turnStates(s).equals(List.of("FAILED", "COMMITTED")));
 
             assertEquals(2, receipts.attempts.size(), "attempted twice: " + receipts.attempts);
-            assertEquals(1, receipts.attempts.stream().map(Attempt::key).distinct().count(), "with one key");
+            assertEquals(
+                    1, receipts.attempts.stream().map(Attempt::key).distinct().count(), "with one key");
             assertEquals(1, receipts.applied.size(), "one effect after deduplication by key");
             String key = receipts.attempts.getFirst().key();
             assertTrue(key.matches("[0-9a-f]{64}"), key);
-            assertEquals(List.of(key), settle.jdbc.queryForList("""
+            assertEquals(
+                    List.of(key),
+                    settle.jdbc.queryForList("""
                     SELECT t.idem_key FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
-                     WHERE s.external_id = ?""", String.class, s), "the key is the execution's idempotency key");
+                     WHERE s.external_id = ?""", String.class, s),
+                    "the key is the execution's idempotency key");
             assertEquals(List.of("COMPLETED"), statuses(s), "the execution recorded COMPLETED exactly once");
-            assertTrue(receipts.attempts.getFirst().body().contains("\"amount\":\"42.00\""), receipts.attempts.getFirst().body());
-            assertEquals(receipts.attempts.getFirst().body(), receipts.attempts.get(1).body(), "the same receipt");
-            assertEquals("Receipt sent.", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+            assertTrue(
+                    receipts.attempts.getFirst().body().contains("\"amount\":\"42.00\""),
+                    receipts.attempts.getFirst().body());
+            assertEquals(
+                    receipts.attempts.getFirst().body(),
+                    receipts.attempts.get(1).body(),
+                    "the same receipt");
+            assertEquals(
+                    "Receipt sent.",
+                    settle.webhooks(s).getFirst().json().get("data").get("text").asString());
             settle.launcher.stop(survivor);
         }
     }

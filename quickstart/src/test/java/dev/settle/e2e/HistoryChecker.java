@@ -4,7 +4,6 @@ import dev.settle.testsupport.WebhookReceiver;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -30,52 +29,68 @@ final class HistoryChecker {
         this.ttl = ttl;
     }
 
-    record Reply(String replyId, long from, long to, String text, LocalDateTime createdAt, long turnId) {
-    }
+    record Reply(String replyId, long from, long to, String text, LocalDateTime createdAt, long turnId) {}
 
-    void check(List<String> sessions, ChaosWorkload workload, List<WebhookReceiver.Delivery> received,
-               List<ChaosFaults.Kill> kills) {
-        Map<String, List<ChaosWorkload.Accepted>> accepted = workload.accepted.values().stream()
-                .collect(Collectors.groupingBy(ChaosWorkload.Accepted::sessionId));
+    void check(
+            List<String> sessions,
+            ChaosWorkload workload,
+            List<WebhookReceiver.Delivery> received,
+            List<ChaosFaults.Kill> kills) {
+        Map<String, List<ChaosWorkload.Accepted>> accepted =
+                workload.accepted.values().stream().collect(Collectors.groupingBy(ChaosWorkload.Accepted::sessionId));
         Map<String, List<WebhookReceiver.Delivery>> acked = new HashMap<>();
         Map<String, String> contentById = new HashMap<>();
         for (WebhookReceiver.Delivery d : received) {
             if (!d.acknowledged() || d.json() == null) {
                 continue;
             }
-            String previous = contentById.putIfAbsent(d.webhookId(), d.json().get("data").toString());
+            String previous =
+                    contentById.putIfAbsent(d.webhookId(), d.json().get("data").toString());
             if (previous != null && !previous.equals(d.json().get("data").toString())) {
                 violations.add("webhook-id " + d.webhookId() + " acknowledged twice with different content");
             }
-            acked.computeIfAbsent(d.json().path("data").path("sessionId").asString(), k -> new ArrayList<>()).add(d);
+            acked.computeIfAbsent(d.json().path("data").path("sessionId").asString(), k -> new ArrayList<>())
+                    .add(d);
         }
         for (String s : sessions) {
-            checkSession(s, accepted.getOrDefault(s, List.of()), acked.getOrDefault(s, List.of()),
+            checkSession(
+                    s,
+                    accepted.getOrDefault(s, List.of()),
+                    acked.getOrDefault(s, List.of()),
                     workload.bookingsPerSession.getOrDefault(s, 0));
         }
         checkTakeovers(kills);
     }
 
-    private void checkSession(String s, List<ChaosWorkload.Accepted> accepted, List<WebhookReceiver.Delivery> acked,
-                              int bookings) {
+    private void checkSession(
+            String s, List<ChaosWorkload.Accepted> accepted, List<WebhookReceiver.Delivery> acked, int bookings) {
         long version = jdbc.queryForObject("SELECT version FROM chat_session WHERE external_id = ?", Long.class, s);
         int stored = jdbc.queryForObject("""
                 SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id
                  WHERE s.external_id = ? AND m.role = 'user'""", Integer.class, s);
         if (stored != accepted.size() || version != accepted.size()) {
-            violations.add(s + ": " + accepted.size() + " messages accepted, " + stored + " stored, version " + version);
+            violations.add(
+                    s + ": " + accepted.size() + " messages accepted, " + stored + " stored, version " + version);
         }
-        List<Reply> replies = jdbc.query("""
+        List<Reply> replies = jdbc.query(
+                """
                 SELECT m.message_uid, m.covers_from, m.covers_version, m.text, m.created_at, m.turn_id
                   FROM chat_message m JOIN chat_session s ON s.id = m.session_id
                  WHERE s.external_id = ? AND m.role = 'assistant' ORDER BY m.covers_version""",
-                (rs, i) -> new Reply(rs.getString(1), rs.getLong(2), rs.getLong(3), rs.getString(4),
-                        rs.getObject(5, LocalDateTime.class), rs.getLong(6)), s);
+                (rs, i) -> new Reply(
+                        rs.getString(1),
+                        rs.getLong(2),
+                        rs.getLong(3),
+                        rs.getString(4),
+                        rs.getObject(5, LocalDateTime.class),
+                        rs.getLong(6)),
+                s);
         // every accepted message covered by exactly one reply: the replies partition 1..version
         long next = 1;
         for (Reply r : replies) {
             if (r.from() != next) {
-                violations.add(s + ": reply " + r.replyId() + " covers " + r.from() + "-" + r.to() + ", expected to start at " + next);
+                violations.add(s + ": reply " + r.replyId() + " covers " + r.from() + "-" + r.to()
+                        + ", expected to start at " + next);
             }
             next = r.to() + 1;
         }
@@ -99,23 +114,29 @@ final class HistoryChecker {
             }
         }
         List<WebhookReceiver.Delivery> ordered = firstAck.values().stream()
-                .sorted(Comparator.comparing(WebhookReceiver.Delivery::receivedAt)).toList();
+                .sorted(Comparator.comparing(WebhookReceiver.Delivery::receivedAt))
+                .toList();
         for (int i = 1; i < ordered.size(); i++) {
             if (ordered.get(i).json().get("data").get("coversVersion").asLong()
-                    <= ordered.get(i - 1).json().get("data").get("coversVersion").asLong()) {
-                violations.add(s + ": reply for " + ordered.get(i).json().get("data").get("coversVersion")
-                        + " delivered after the one for " + ordered.get(i - 1).json().get("data").get("coversVersion"));
+                    <= ordered.get(i - 1)
+                            .json()
+                            .get("data")
+                            .get("coversVersion")
+                            .asLong()) {
+                violations.add(s + ": reply for "
+                        + ordered.get(i).json().get("data").get("coversVersion") + " delivered after the one for "
+                        + ordered.get(i - 1).json().get("data").get("coversVersion"));
             }
         }
         // side effects: exactly the intended ledger rows
         int rows = jdbc.queryForObject("""
-                SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id WHERE s.external_id = ?""",
-                Integer.class, s);
+                SELECT COUNT(*) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id WHERE s.external_id = ?""", Integer.class, s);
         int distinct = jdbc.queryForObject("""
                 SELECT COUNT(DISTINCT l.amount) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
                  WHERE s.external_id = ?""", Integer.class, s);
         if (rows != bookings || distinct != bookings) {
-            violations.add(s + ": " + bookings + " bookings asked for, " + rows + " ledger rows (" + distinct + " distinct amounts)");
+            violations.add(s + ": " + bookings + " bookings asked for, " + rows + " ledger rows (" + distinct
+                    + " distinct amounts)");
         }
     }
 
@@ -124,10 +145,10 @@ final class HistoryChecker {
         LocalDateTime oldest = jdbc.queryForObject("""
                 SELECT m.created_at FROM chat_message m JOIN chat_session s ON s.id = m.session_id
                  WHERE s.external_id = ? AND m.version = ?""", LocalDateTime.class, s, r.from());
-        Integer newer = jdbc.queryForObject("""
+        Integer newer =
+                jdbc.queryForObject("""
                 SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id
-                 WHERE s.external_id = ? AND m.version > ? AND m.created_at < ?""", Integer.class,
-                s, r.to(), r.createdAt().minusNanos(200_000_000));
+                 WHERE s.external_id = ? AND m.version > ? AND m.created_at < ?""", Integer.class, s, r.to(), r.createdAt().minusNanos(200_000_000));
         if (newer > 0 && r.createdAt().isBefore(oldest.plus(maxWait))) {
             violations.add(s + ": stale reply " + r.replyId() + " for " + r.from() + "-" + r.to()
                     + " committed before max-wait although newer messages existed");
@@ -137,7 +158,9 @@ final class HistoryChecker {
     private void checkPersisted(String s, Reply r) {
         StringBuilder persisted = new StringBuilder();
         for (String data : jdbc.queryForList(
-                "SELECT data FROM session_event WHERE turn_id = ? AND type = 'reply.delta' ORDER BY chunk_seq", String.class, r.turnId())) {
+                "SELECT data FROM session_event WHERE turn_id = ? AND type = 'reply.delta' ORDER BY chunk_seq",
+                String.class,
+                r.turnId())) {
             persisted.append(SseClient.JSON.readTree(data).get("text").asString());
         }
         if (!persisted.toString().equals(r.text())) {
@@ -150,23 +173,28 @@ final class HistoryChecker {
         for (ChaosFaults.Kill kill : kills) {
             for (Map.Entry<Long, String> lease : kill.leases().entrySet()) {
                 Integer abandoned = jdbc.queryForObject("""
-                        SELECT COUNT(*) FROM chat_turn WHERE session_id = ? AND lease_token = ? AND reason LIKE 'abandoned%'""",
-                        Integer.class, lease.getKey(), lease.getValue());
+                        SELECT COUNT(*) FROM chat_turn WHERE session_id = ? AND lease_token = ? AND reason LIKE 'abandoned%'""", Integer.class, lease.getKey(), lease.getValue());
                 if (abandoned == 0) {
                     continue; // that lease belonged to a live instance, or its turn had ended
                 }
-                LocalDateTime next = jdbc.queryForObject("""
+                LocalDateTime next = jdbc.queryForObject(
+                        """
                         SELECT MIN(started_at) FROM chat_turn WHERE session_id = ? AND lease_token <> ?
-                           AND started_at > ?""", LocalDateTime.class, lease.getKey(), lease.getValue(),
+                           AND started_at > ?""",
+                        LocalDateTime.class,
+                        lease.getKey(),
+                        lease.getValue(),
                         LocalDateTime.ofInstant(kill.at().minusSeconds(1), java.time.ZoneOffset.UTC));
                 if (next == null) {
                     violations.add("session " + lease.getKey() + ": never taken over after the kill at " + kill.at());
                     continue;
                 }
-                long ms = Duration.between(kill.at(), next.toInstant(java.time.ZoneOffset.UTC)).toMillis();
+                long ms = Duration.between(kill.at(), next.toInstant(java.time.ZoneOffset.UTC))
+                        .toMillis();
                 takeoverMillis.add(ms);
                 if (ms > ttl.plusSeconds(2).toMillis()) {
-                    violations.add("session " + lease.getKey() + ": taken over " + ms + " ms after the kill (limit TTL + 2 s)");
+                    violations.add("session " + lease.getKey() + ": taken over " + ms
+                            + " ms after the kill (limit TTL + 2 s)");
                 }
             }
         }
@@ -188,6 +216,7 @@ final class HistoryChecker {
 
     /** POSTs judged by {@link #checkPostLatency}, and the slowest of them (ms). */
     long postsJudged;
+
     long slowestJudgedPost;
 
     /**
@@ -205,7 +234,8 @@ final class HistoryChecker {
             all = List.copyOf(posts);
         }
         for (ChaosWorkload.Post p : all) {
-            if (ChaosFaults.during(p, outages) || freezes.stream().anyMatch(f -> ChaosFaults.overlaps(p, f))
+            if (ChaosFaults.during(p, outages)
+                    || freezes.stream().anyMatch(f -> ChaosFaults.overlaps(p, f))
                     || inGrace(p.startNanos() - origin)) {
                 continue;
             }
@@ -232,5 +262,4 @@ final class HistoryChecker {
         List<Long> sorted = values.stream().sorted().toList();
         return sorted.get(Math.min(sorted.size() - 1, (int) Math.ceil(p * sorted.size()) - 1));
     }
-
 }

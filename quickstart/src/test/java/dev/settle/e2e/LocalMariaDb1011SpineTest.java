@@ -14,9 +14,14 @@ class LocalMariaDb1011SpineTest extends SpineTest {
 
     @Override
     SettleSystem system() {
-        SettleSystem system = new SettleSystem("spine1011", true,
-                Map.of("spring.datasource.url", LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011SpineTest", "settle_spine_")));
-        System.out.println("LocalMariaDb1011SpineTest runs on " + system.jdbc.queryForObject("SELECT VERSION()", String.class));
+        SettleSystem system = new SettleSystem(
+                "spine1011",
+                true,
+                Map.of(
+                        "spring.datasource.url",
+                        LocalMariaDb.newDatabaseOrSkip("LocalMariaDb1011SpineTest", "settle_spine_")));
+        System.out.println(
+                "LocalMariaDb1011SpineTest runs on " + system.jdbc.queryForObject("SELECT VERSION()", String.class));
         return system;
     }
 }

@@ -34,12 +34,14 @@ class QuickstartJarIT {
     static final Duration STOP = Duration.ofMinutes(2);
     /** The quickstart's default key: the environment below does not set SETTLE_API_KEY. */
     static final String DEFAULT_KEY = "dev-key";
+
     Path logs;
     Path tmp;
 
     @BeforeEach
     void freshDirectories() throws IOException {
-        logs = Files.createDirectories(Path.of("target", "quickstart-jar-" + UUID.randomUUID()).toAbsolutePath());
+        logs = Files.createDirectories(
+                Path.of("target", "quickstart-jar-" + UUID.randomUUID()).toAbsolutePath());
         tmp = Files.createTempDirectory("settle-jar-"); // a short path: MariaDB's socket goes there
     }
 
@@ -72,28 +74,42 @@ class QuickstartJarIT {
         try (QuickstartProcess quickstart = QuickstartProcess.jar(jar, env, logs.resolve("quickstart.log"), tmp)) {
             try {
                 quickstart.awaitBanner(START);
-                assertTrue(quickstart.output().contains("API key: " + DEFAULT_KEY + "\n"), "banner without the default key");
-                assertTrue(quickstart.output().contains("Model:   offline demo model"), "banner without the offline model");
-                assertTrue(quickstart.output().contains("ingest-api http://localhost:" + managementPort + ","),
+                assertTrue(
+                        quickstart.output().contains("API key: " + DEFAULT_KEY + "\n"),
+                        "banner without the default key");
+                assertTrue(
+                        quickstart.output().contains("Model:   offline demo model"),
+                        "banner without the offline model");
+                assertTrue(
+                        quickstart.output().contains("ingest-api http://localhost:" + managementPort + ","),
                         "banner without the management port");
                 // actuator on the management port only: the API port has none of it
-                assertTrue(api.raw("http://127.0.0.1:" + managementPort + "/actuator/health/readiness").contains("\"UP\""));
-                assertTrue(api.raw("http://127.0.0.1:" + managementPort + "/actuator/prometheus").contains("settle_"));
+                assertTrue(api.raw("http://127.0.0.1:" + managementPort + "/actuator/health/readiness")
+                        .contains("\"UP\""));
+                assertTrue(api.raw("http://127.0.0.1:" + managementPort + "/actuator/prometheus")
+                        .contains("settle_"));
                 assertEquals(404, api.status("http://127.0.0.1:" + port + "/actuator/prometheus"));
 
                 assertEquals(1, api.post(session, "lunch 35").get("version").asLong());
-                assertEquals(2, api.post(session, "and coffee 12").get("version").asLong());
+                assertEquals(
+                        2, api.post(session, "and coffee 12").get("version").asLong());
 
                 await("an assistant reply in " + session)
-                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .atMost(ANSWER)
+                        .pollInterval(Duration.ofMillis(20))
+                        .pollInSameThread()
                         .until(() -> !api.messages(session, "assistant").isEmpty());
                 await(session + " idle")
-                        .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                        .until(() -> "idle".equals(api.session(session).get("state").asString()));
+                        .atMost(ANSWER)
+                        .pollInterval(Duration.ofMillis(20))
+                        .pollInSameThread()
+                        .until(() ->
+                                "idle".equals(api.session(session).get("state").asString()));
                 List<JsonNode> replies = api.messages(session, "assistant");
                 assertEquals(1, replies.size(), "replies: " + replies);
                 assertEquals(2, replies.getFirst().get("coversVersion").asLong());
-                assertEquals("(offline demo model) Done: booked 35.00 under food; booked 12.00 under coffee.",
+                assertEquals(
+                        "(offline demo model) Done: booked 35.00 under food; booked 12.00 under coffee.",
                         replies.getFirst().get("text").asString());
                 assertEquals(2, api.session(session).get("repliedVersion").asLong());
 
@@ -105,7 +121,10 @@ class QuickstartJarIT {
                 int shutdown = output.indexOf("[settle-quickstart] shutting down");
                 assertTrue(shutdown >= 0, "no shutdown message");
                 assertTrue(output.indexOf("[settle-quickstart] stopped", shutdown) > 0, "the shutdown did not finish");
-                assertEquals(List.of(), EmbeddedMariaDb.serversOn(mariaDbHome()), "MariaDB still running after the shutdown");
+                assertEquals(
+                        List.of(),
+                        EmbeddedMariaDb.serversOn(mariaDbHome()),
+                        "MariaDB still running after the shutdown");
             } catch (Throwable failure) {
                 throw withOutput(failure, quickstart);
             }
@@ -119,8 +138,10 @@ class QuickstartJarIT {
         System.err.println("---- output of java -jar settle-quickstart.jar (" + quickstart.log + ") ----");
         lines.forEach(System.err::println);
         System.err.println("---- end of the quickstart's output ----");
-        return new AssertionError(failure.getMessage() + "\n---- last " + tail.size() + " lines of " + quickstart.log
-                + " ----\n" + String.join("\n", tail), failure);
+        return new AssertionError(
+                failure.getMessage() + "\n---- last " + tail.size() + " lines of " + quickstart.log + " ----\n"
+                        + String.join("\n", tail),
+                failure);
     }
 
     private Path mariaDbHome() {

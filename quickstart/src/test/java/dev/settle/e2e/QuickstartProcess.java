@@ -41,7 +41,9 @@ final class QuickstartProcess implements AutoCloseable {
         command.addAll(launch);
         ProcessBuilder builder = new ProcessBuilder(command);
         // only what the test chooses: no SETTLE_* or SPRING_* inherited from whoever runs the build
-        builder.environment().keySet().removeIf(k -> k.startsWith("SETTLE_") || k.startsWith("SPRING_") || k.startsWith("SERVER_"));
+        builder.environment()
+                .keySet()
+                .removeIf(k -> k.startsWith("SETTLE_") || k.startsWith("SPRING_") || k.startsWith("SERVER_"));
         builder.environment().putAll(env);
         this.log = log;
         process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
@@ -57,7 +59,9 @@ final class QuickstartProcess implements AutoCloseable {
 
     void awaitBanner(Duration timeout) {
         await("the quickstart's banner in " + log)
-                .atMost(timeout).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(timeout)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> {
                     if (!process.isAlive()) {
                         throw new AssertionError("the quickstart exited with " + process.exitValue() + ", see " + log);

@@ -40,7 +40,8 @@ class QuickstartRestartTest {
      */
     @BeforeEach
     void freshDirectories() throws IOException {
-        logs = Files.createDirectories(Path.of("target", "quickstart-restart-" + UUID.randomUUID()).toAbsolutePath());
+        logs = Files.createDirectories(
+                Path.of("target", "quickstart-restart-" + UUID.randomUUID()).toAbsolutePath());
         tmp = Files.createTempDirectory("settle-quickstart-"); // a short path: MariaDB's socket goes there
     }
 
@@ -56,16 +57,26 @@ class QuickstartRestartTest {
         int debouncePort = FreePort.find();
         int agentPort = FreePort.find();
         Map<String, String> env = new java.util.HashMap<>(Map.of(
-                "SETTLE_DATADIR", tmp.resolve("data").toString(),
-                "SERVER_PORT", Integer.toString(port),
-                "SETTLE_DEBOUNCE_PORT", Integer.toString(debouncePort),
-                "SETTLE_AGENT_PORT", Integer.toString(agentPort),
-                "SETTLE_API_KEY", KEY,
-                "SETTLE_DEBOUNCE_WINDOW", "3s", // the kill lands well inside it
-                "SETTLE_DEBOUNCE_MAXWAIT", "30s",
-                "SETTLE_LEASE_TTL", "3s",
-                "SETTLE_SWEEPER_INTERVAL", "500ms",
-                "SETTLE_SWEEPER_GRACE", "4s")); // longer than the window, as the sweeper requires
+                "SETTLE_DATADIR",
+                tmp.resolve("data").toString(),
+                "SERVER_PORT",
+                Integer.toString(port),
+                "SETTLE_DEBOUNCE_PORT",
+                Integer.toString(debouncePort),
+                "SETTLE_AGENT_PORT",
+                Integer.toString(agentPort),
+                "SETTLE_API_KEY",
+                KEY,
+                "SETTLE_DEBOUNCE_WINDOW",
+                "3s", // the kill lands well inside it
+                "SETTLE_DEBOUNCE_MAXWAIT",
+                "30s",
+                "SETTLE_LEASE_TTL",
+                "3s",
+                "SETTLE_SWEEPER_INTERVAL",
+                "500ms",
+                "SETTLE_SWEEPER_GRACE",
+                "4s")); // longer than the window, as the sweeper requires
         env.put("SETTLE_MANAGEMENT_PORT", Integer.toString(FreePort.find()));
         ApiClient api = new ApiClient("http://127.0.0.1:" + port, KEY);
         String a = "restart-a-" + UUID.randomUUID();
@@ -75,8 +86,10 @@ class QuickstartRestartTest {
             first.awaitBanner(START);
             assertBannerShowsHowToUseIt(first.output(), port);
             // SERVER_PORT is the API's; each worker serves its probes on its own port
-            for (int worker : new int[]{debouncePort, agentPort}) {
-                assertTrue(api.raw("http://127.0.0.1:" + worker + "/actuator/health/readiness").contains("\"UP\""),
+            for (int worker : new int[] {debouncePort, agentPort}) {
+                assertTrue(
+                        api.raw("http://127.0.0.1:" + worker + "/actuator/health/readiness")
+                                .contains("\"UP\""),
                         "worker on port " + worker + " is not ready");
             }
             assertEquals(1, api.post(a, "lunch 35").get("version").asLong());
@@ -88,19 +101,35 @@ class QuickstartRestartTest {
 
         try (QuickstartProcess second = new QuickstartProcess(env, logs.resolve("second.log"), tmp)) {
             second.awaitBanner(START);
-            assertEquals(List.of("lunch 35", "and coffee 12"), field(api.messages(a, "user"), m -> m.get("text").asString()));
-            assertEquals(List.of(1L, 2L), field(api.messages(a, "user"), m -> m.get("version").asLong()));
-            assertEquals(List.of("dinner 20"), field(api.messages(b, "user"), m -> m.get("text").asString()));
+            assertEquals(
+                    List.of("lunch 35", "and coffee 12"),
+                    field(api.messages(a, "user"), m -> m.get("text").asString()));
+            assertEquals(
+                    List.of(1L, 2L),
+                    field(api.messages(a, "user"), m -> m.get("version").asLong()));
+            assertEquals(
+                    List.of("dinner 20"),
+                    field(api.messages(b, "user"), m -> m.get("text").asString()));
 
             awaitAnswered(api, a, 2);
             awaitAnswered(api, b, 1);
             // the demo agent booked both expenses, once each, in the one reply after the restart
-            assertEquals(List.of("(offline demo model) Done: booked 35.00 under food; booked 12.00 under coffee."),
+            assertEquals(
+                    List.of("(offline demo model) Done: booked 35.00 under food; booked 12.00 under coffee."),
                     field(api.messages(a, "assistant"), m -> m.get("text").asString()));
-            assertEquals(List.of(2L), field(api.messages(a, "assistant"), m -> m.get("coversVersion").asLong()));
-            assertEquals(List.of("(offline demo model) Done: booked 20.00 under food."),
+            assertEquals(
+                    List.of(2L),
+                    field(
+                            api.messages(a, "assistant"),
+                            m -> m.get("coversVersion").asLong()));
+            assertEquals(
+                    List.of("(offline demo model) Done: booked 20.00 under food."),
                     field(api.messages(b, "assistant"), m -> m.get("text").asString()));
-            assertEquals(List.of(1L), field(api.messages(b, "assistant"), m -> m.get("coversVersion").asLong()));
+            assertEquals(
+                    List.of(1L),
+                    field(
+                            api.messages(b, "assistant"),
+                            m -> m.get("coversVersion").asLong()));
 
             Integer exit = second.terminate(Duration.ofMinutes(2));
             assertNotNull(exit, "still running 2 minutes after SIGTERM; see " + second.log);
@@ -109,11 +138,20 @@ class QuickstartRestartTest {
             int shutdown = output.indexOf("[settle-quickstart] shutting down");
             assertTrue(shutdown >= 0, "no shutdown message in " + second.log);
             String afterShutdown = output.substring(shutdown);
-            assertTrue(afterShutdown.contains("[settle-quickstart] stopped"), "the shutdown did not finish; see " + second.log);
-            List<String> traces = afterShutdown.lines().filter(l -> l.startsWith("\tat ") || l.startsWith("Caused by")).toList();
-            assertEquals(0, traces.size(), "stack traces during the shutdown, in " + second.log + ", starting with "
-                    + traces.stream().limit(3).toList());
-            assertEquals(List.of(), EmbeddedMariaDb.serversOn(mariaDbHome()), "MariaDB still running after the shutdown");
+            assertTrue(
+                    afterShutdown.contains("[settle-quickstart] stopped"),
+                    "the shutdown did not finish; see " + second.log);
+            List<String> traces = afterShutdown
+                    .lines()
+                    .filter(l -> l.startsWith("\tat ") || l.startsWith("Caused by"))
+                    .toList();
+            assertEquals(
+                    0,
+                    traces.size(),
+                    "stack traces during the shutdown, in " + second.log + ", starting with "
+                            + traces.stream().limit(3).toList());
+            assertEquals(
+                    List.of(), EmbeddedMariaDb.serversOn(mariaDbHome()), "MariaDB still running after the shutdown");
         }
     }
 
@@ -128,11 +166,15 @@ class QuickstartRestartTest {
     /** Waits for the reply covering {@code version}, then for the session to have nothing left in flight. */
     private static void awaitAnswered(ApiClient api, String session, long version) {
         await("a reply covering version " + version + " of " + session)
-                .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(ANSWER)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> api.messages(session, "assistant").stream()
                         .anyMatch(m -> m.get("coversVersion").asLong() == version));
         await(session + " idle")
-                .atMost(ANSWER).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(ANSWER)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> "idle".equals(api.session(session).get("state").asString()));
         assertEquals(version, api.session(session).get("repliedVersion").asLong());
     }

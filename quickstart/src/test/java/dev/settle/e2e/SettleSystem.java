@@ -64,7 +64,9 @@ public final class SettleSystem implements AutoCloseable {
     public SettleSystem(String hint, boolean withAgent, Map<String, Object> extra, String kafkaBootstrap) {
         Map<String, Object> shared = new HashMap<>();
         shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
-        shared.put("spring.kafka.bootstrap-servers", kafkaBootstrap != null ? kafkaBootstrap : SharedInfra.kafkaBootstrap());
+        shared.put(
+                "spring.kafka.bootstrap-servers",
+                kafkaBootstrap != null ? kafkaBootstrap : SharedInfra.kafkaBootstrap());
         shared.put("settle.api-key", KEY);
         shared.put("server.port", "0"); // several instances of each application share this JVM
         shared.put("settle.debounce.window", WINDOW.toMillis() + "ms");
@@ -92,8 +94,8 @@ public final class SettleSystem implements AutoCloseable {
         // session ids of this system's schema start at a base no other system of this JVM uses: the broker and its
         // topics are shared, a new consumer group reads them from the start, and another system's events (keyed
         // by internal session id) would otherwise wake a session of this one that happens to have the same id
-        ingest.getBean(JdbcTemplate.class).execute("ALTER TABLE chat_session AUTO_INCREMENT = "
-                + SESSION_ID_BLOCK * SYSTEMS.incrementAndGet());
+        ingest.getBean(JdbcTemplate.class)
+                .execute("ALTER TABLE chat_session AUTO_INCREMENT = " + SESSION_ID_BLOCK * SYSTEMS.incrementAndGet());
         debounce = launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
         agent = withAgent ? startAgent() : null;
         jdbc = ingest.getBean(JdbcTemplate.class);
@@ -137,10 +139,12 @@ public final class SettleSystem implements AutoCloseable {
     }
 
     public JsonNode post(String sessionId, String text) {
-        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
-                .header("Authorization", "Bearer " + KEY)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build());
+        HttpResponse<String> r =
+                send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
+                        .header("Authorization", "Bearer " + KEY)
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text))))
+                        .build());
         if (r.statusCode() != 202) {
             throw new AssertionError("POST answered " + r.statusCode() + ": " + r.body());
         }
@@ -157,7 +161,8 @@ public final class SettleSystem implements AutoCloseable {
             b.header("Idempotency-Key", idempotencyKey);
         }
         HttpResponse<String> r = send(b.build());
-        return new ChaosWorkload.ApiResult(r.statusCode(), r.body(), r.statusCode() == 202 ? JSON.readTree(r.body()) : null);
+        return new ChaosWorkload.ApiResult(
+                r.statusCode(), r.body(), r.statusCode() == 202 ? JSON.readTree(r.body()) : null);
     }
 
     /** POSTs and returns the raw status (for refusals). */
@@ -170,19 +175,25 @@ public final class SettleSystem implements AutoCloseable {
         return send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
                 .header("Authorization", "Bearer " + KEY)
                 .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text)))).build());
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text))))
+                .build());
     }
 
     /** POSTs an empty body to {@code path}; returns the status. */
     public int postPath(String path) {
-        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + KEY)
-                .POST(HttpRequest.BodyPublishers.noBody()).build()).statusCode();
+        return send(HttpRequest.newBuilder(URI.create(base + path))
+                        .header("Authorization", "Bearer " + KEY)
+                        .POST(HttpRequest.BodyPublishers.noBody())
+                        .build())
+                .statusCode();
     }
 
     public JsonNode put(String path, String json) {
         HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + path))
-                .header("Authorization", "Bearer " + KEY).header("Content-Type", "application/json")
-                .PUT(HttpRequest.BodyPublishers.ofString(json)).build());
+                .header("Authorization", "Bearer " + KEY)
+                .header("Content-Type", "application/json")
+                .PUT(HttpRequest.BodyPublishers.ofString(json))
+                .build());
         if (r.statusCode() != 200) {
             throw new AssertionError("PUT answered " + r.statusCode() + ": " + r.body());
         }
@@ -195,7 +206,9 @@ public final class SettleSystem implements AutoCloseable {
 
     public JsonNode get(String path) {
         HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + path))
-                .header("Authorization", "Bearer " + KEY).GET().build());
+                .header("Authorization", "Bearer " + KEY)
+                .GET()
+                .build());
         return JSON.readTree(r.body());
     }
 
@@ -205,8 +218,8 @@ public final class SettleSystem implements AutoCloseable {
      * back or closes. For tests that need a turn caught mid-tool.
      */
     public java.sql.Connection holdLedgerGaps() throws java.sql.SQLException {
-        java.sql.Connection blocker = java.sql.DriverManager.getConnection((String) shared.get("spring.datasource.url"),
-                "root", "");
+        java.sql.Connection blocker =
+                java.sql.DriverManager.getConnection((String) shared.get("spring.datasource.url"), "root", "");
         blocker.setAutoCommit(false);
         blocker.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
         try (java.sql.Statement st = blocker.createStatement()) {
@@ -223,8 +236,7 @@ public final class SettleSystem implements AutoCloseable {
     public List<long[]> replies(String sessionId) {
         return jdbc.query("""
                 SELECT m.covers_from, m.covers_version FROM chat_message m JOIN chat_session s ON s.id = m.session_id
-                 WHERE s.external_id = ? AND m.role = 'assistant' ORDER BY m.id""",
-                (rs, i) -> new long[]{rs.getLong(1), rs.getLong(2)}, sessionId);
+                 WHERE s.external_id = ? AND m.role = 'assistant' ORDER BY m.id""", (rs, i) -> new long[] {rs.getLong(1), rs.getLong(2)}, sessionId);
     }
 
     public List<String> turnStates(String sessionId) {
@@ -242,9 +254,15 @@ public final class SettleSystem implements AutoCloseable {
     public void awaitQuiescent(Duration timeout) {
         try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(
                 Map.of("bootstrap.servers", shared.get("spring.kafka.bootstrap-servers")))) {
-            org.awaitility.Awaitility.await("the system is quiescent").atMost(timeout).pollInterval(Duration.ofMillis(200))
+            org.awaitility.Awaitility.await("the system is quiescent")
+                    .atMost(timeout)
+                    .pollInterval(Duration.ofMillis(200))
                     .until(() -> jdbc.queryForObject(QUIESCENT, Integer.class) == 0
-                            && unconsumed(admin, "settle-debounce" + group, dev.settle.contracts.Topics.MESSAGE_ACCEPTED) == 0);
+                            && unconsumed(
+                                            admin,
+                                            "settle-debounce" + group,
+                                            dev.settle.contracts.Topics.MESSAGE_ACCEPTED)
+                                    == 0);
         }
     }
 
@@ -257,12 +275,20 @@ public final class SettleSystem implements AutoCloseable {
                  + (SELECT COUNT(*) FROM webhook_delivery WHERE status = 'PENDING')""";
 
     /** Events of {@code topic} that {@code consumerGroup} has not committed yet. */
-    static long unconsumed(org.apache.kafka.clients.admin.Admin admin, String consumerGroup, String topic) throws Exception {
+    static long unconsumed(org.apache.kafka.clients.admin.Admin admin, String consumerGroup, String topic)
+            throws Exception {
         Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(consumerGroup).partitionsToOffsetAndMetadata().get();
+                admin.listConsumerGroupOffsets(consumerGroup)
+                        .partitionsToOffsetAndMetadata()
+                        .get();
         Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> latest = new HashMap<>();
-        admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()
-                .forEach(p -> latest.put(new org.apache.kafka.common.TopicPartition(topic, p.partition()),
+        admin.describeTopics(List.of(topic))
+                .allTopicNames()
+                .get()
+                .get(topic)
+                .partitions()
+                .forEach(p -> latest.put(
+                        new org.apache.kafka.common.TopicPartition(topic, p.partition()),
                         org.apache.kafka.clients.admin.OffsetSpec.latest()));
         long behind = 0;
         for (var end : admin.listOffsets(latest).all().get().entrySet()) {
@@ -275,13 +301,17 @@ public final class SettleSystem implements AutoCloseable {
     /** Webhooks the receiver acknowledged for one session. */
     public List<WebhookReceiver.Delivery> webhooks(String sessionId) {
         return receiver.acknowledged().stream()
-                .filter(d -> d.json() != null && sessionId.equals(d.json().path("data").path("sessionId").asString()))
+                .filter(d -> d.json() != null
+                        && sessionId.equals(
+                                d.json().path("data").path("sessionId").asString()))
                 .toList();
     }
 
     public List<WebhookReceiver.Delivery> allDeliveries(String sessionId) {
         return receiver.deliveries().stream()
-                .filter(d -> d.json() != null && sessionId.equals(d.json().path("data").path("sessionId").asString()))
+                .filter(d -> d.json() != null
+                        && sessionId.equals(
+                                d.json().path("data").path("sessionId").asString()))
                 .toList();
     }
 

@@ -48,16 +48,22 @@ class SlowToolTest {
     }
 
     static String lastUserMessage(ModelRequest r) {
-        return r.messages().stream().filter(m -> "user".equals(m.role())).map(m -> m.content()).reduce((a, b) -> b).orElse("");
+        return r.messages().stream()
+                .filter(m -> "user".equals(m.role()))
+                .map(m -> m.content())
+                .reduce((a, b) -> b)
+                .orElse("");
     }
 
     int ledgerInsertsWaiting() {
         return settle.jdbc.queryForObject(
-                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'", Integer.class);
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO ledger_entry%'",
+                Integer.class);
     }
 
     double meter(String name, String... tags) {
-        Counter c = settle.agent.getBean(MeterRegistry.class).find(name).tags(tags).counter();
+        Counter c =
+                settle.agent.getBean(MeterRegistry.class).find(name).tags(tags).counter();
         return c == null ? 0 : c.count();
     }
 
@@ -70,11 +76,13 @@ class SlowToolTest {
         for (int i = 0; i < 50; i++) {
             others.add(SettleSystem.newSessionId());
         }
-        settle.model.respondWith(r -> r.body().contains("hold-") ? ModelResponse.hang()
-                : !r.body().contains(booking) ? ModelDouble.echo(r)
-                : toolResults(r) == 0 && lastUserMessage(r).equals(booking)
-                ? ModelResponse.toolCall("create_transaction", "{\"amount\":9,\"category\":\"food\"}")
-                : ModelResponse.text("Booked dinner."));
+        settle.model.respondWith(r -> r.body().contains("hold-")
+                ? ModelResponse.hang()
+                : !r.body().contains(booking)
+                        ? ModelDouble.echo(r)
+                        : toolResults(r) == 0 && lastUserMessage(r).equals(booking)
+                                ? ModelResponse.toolCall("create_transaction", "{\"amount\":9,\"category\":\"food\"}")
+                                : ModelResponse.text("Booked dinner."));
         List<String> all = new ArrayList<>(others);
         all.add(slow);
         try (Connection blocker = settle.holdLedgerGaps()) {
@@ -82,23 +90,36 @@ class SlowToolTest {
                 settle.post(s, "hold-" + s);
             }
             await("50 turns in flight, each holding its lease")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(60))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> settle.modelCallsMentioning("hold-") == 50);
             settle.post(slow, booking);
             await("the tool is inside its call")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> ledgerInsertsWaiting() == 1);
-            String ids = String.join(",", all.stream().map(s -> Long.toString(settle.sessionPk(s))).toList());
-            assertEquals(51, settle.jdbc.queryForObject("SELECT COUNT(*) FROM chat_session WHERE id IN (" + ids
-                    + ") AND lease_epoch = 1 AND lease_expires_at > UTC_TIMESTAMP(6)", Integer.class), "51 leases held");
+            String ids = String.join(
+                    ",",
+                    all.stream().map(s -> Long.toString(settle.sessionPk(s))).toList());
+            assertEquals(
+                    51,
+                    settle.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM chat_session WHERE id IN (" + ids
+                                    + ") AND lease_epoch = 1 AND lease_expires_at > UTC_TIMESTAMP(6)",
+                            Integer.class),
+                    "51 leases held");
 
             long ttlMicros = SettleSystem.LEASE_TTL.toNanos() / 1000;
             await("the tool has run for three lease TTLs")
-                    .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                    .until(() -> settle.jdbc.queryForObject("""
+                    .atMost(Duration.ofSeconds(60))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
+                    .until(() ->
+                            settle.jdbc.queryForObject("""
                             SELECT COUNT(*) FROM tool_execution
-                             WHERE session_id = ? AND status = 'EXECUTING' AND started_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""",
-                            Integer.class, settle.sessionPk(slow), 3 * ttlMicros) == 1);
+                             WHERE session_id = ? AND status = 'EXECUTING' AND started_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""", Integer.class, settle.sessionPk(slow), 3 * ttlMicros) == 1);
             assertEquals(1, ledgerInsertsWaiting(), "the tool is still inside its call");
 
             // a POST to every session, the slow one included: each accepted while the tool still runs
@@ -112,18 +133,27 @@ class SlowToolTest {
                 }
             }
             assertEquals(1, ledgerInsertsWaiting(), "every POST was answered while the tool was still inside its call");
-            assertEquals(51, settle.jdbc.queryForObject("SELECT COUNT(*) FROM chat_session WHERE id IN (" + ids
-                    + ") AND lease_epoch = 1 AND lease_expires_at > UTC_TIMESTAMP(6)", Integer.class),
+            assertEquals(
+                    51,
+                    settle.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM chat_session WHERE id IN (" + ids
+                                    + ") AND lease_epoch = 1 AND lease_expires_at > UTC_TIMESTAMP(6)",
+                            Integer.class),
                     "no lease lost or taken over: every one renewed through three TTLs");
             assertEquals(0, meter("settle.lease.fenced"));
             blocker.rollback();
         }
         await("the slow session's two messages answered")
-                .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(Duration.ofSeconds(60))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(slow).size() == 2);
-        assertEquals(List.of(new BigDecimal("9.00")), settle.jdbc.queryForList("""
+        assertEquals(
+                List.of(new BigDecimal("9.00")),
+                settle.jdbc.queryForList("""
                 SELECT l.amount FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id
-                 WHERE s.external_id = ?""", BigDecimal.class, slow), "the effect committed exactly once");
+                 WHERE s.external_id = ?""", BigDecimal.class, slow),
+                "the effect committed exactly once");
         assertEquals(List.of("COMPLETED"), settle.jdbc.queryForList("""
                 SELECT t.status FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
                  WHERE s.external_id = ?""", String.class, slow));

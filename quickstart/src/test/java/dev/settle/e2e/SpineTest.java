@@ -74,13 +74,21 @@ class SpineTest {
         assertEquals(3, third.get("version").asLong());
 
         await("one webhook")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(SettleSystem.WINDOW.multipliedBy(3));
 
         assertEquals(1, settle.modelCallsMentioning(marker), "exactly one model call");
-        var call = settle.model.requests().stream().filter(r -> r.body().contains(marker)).findFirst().orElseThrow();
-        List<String> userTexts = call.messages().stream().filter(m -> "user".equals(m.role())).map(m -> m.content()).toList();
+        var call = settle.model.requests().stream()
+                .filter(r -> r.body().contains(marker))
+                .findFirst()
+                .orElseThrow();
+        List<String> userTexts = call.messages().stream()
+                .filter(m -> "user".equals(m.role()))
+                .map(m -> m.content())
+                .toList();
         assertEquals(List.of(marker + " one", marker + " two", marker + " three"), userTexts);
 
         assertEquals(1, settle.replies(s).size());
@@ -98,7 +106,9 @@ class SpineTest {
         assertEquals(4, messages.size());
         assertEquals("assistant", messages.get(3).get("role").asString());
         assertEquals(3, messages.get(3).get("coversVersion").asLong());
-        assertEquals(hook.get("data").get("text").asString(), messages.get(3).get("text").asString());
+        assertEquals(
+                hook.get("data").get("text").asString(),
+                messages.get(3).get("text").asString());
     }
 
     @Test
@@ -107,16 +117,21 @@ class SpineTest {
         String marker = "gen-" + s;
         settle.model.respondWith(r -> r.body().contains(marker + " second")
                 ? ModelResponse.text("answer to both")
-                : r.body().contains(marker) ? ModelResponse.text("stale answer").delay(Duration.ofMillis(1000))
-                : ModelDouble.echo(r));
+                : r.body().contains(marker)
+                        ? ModelResponse.text("stale answer").delay(Duration.ofMillis(1000))
+                        : ModelDouble.echo(r));
         settle.post(s, marker + " first");
         await("the first generation started")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.modelCallsMentioning(marker) == 1);
         settle.post(s, marker + " second");
 
         await("one webhook")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(1500));
         assertEquals(1, settle.webhooks(s).size());
@@ -141,10 +156,14 @@ class SpineTest {
         }
         Instant stoppedTyping = lastPost;
         await("every message answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> settle.replies(s).stream().mapToLong(r -> r[1]).max().orElse(0) == messages);
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() ->
+                        settle.replies(s).stream().mapToLong(r -> r[1]).max().orElse(0) == messages);
         List<WebhookReceiver.Delivery> hooks = settle.webhooks(s);
-        assertTrue(hooks.getFirst().receivedAt().isBefore(stoppedTyping),
+        assertTrue(
+                hooks.getFirst().receivedAt().isBefore(stoppedTyping),
                 "first reply at " + hooks.getFirst().receivedAt() + ", typing stopped at " + stoppedTyping);
         // the replies partition 1..20: each version covered exactly once
         long next = 1;
@@ -154,7 +173,9 @@ class SpineTest {
         }
         assertEquals(messages + 1, next);
         await("every reply delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == settle.replies(s).size());
     }
 
@@ -165,7 +186,9 @@ class SpineTest {
         MessageAcceptance acceptance = settle.ingest.getBean(MessageAcceptance.class);
         acceptance.accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, "lost event " + s, null, "x"));
         await("the sweeper answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());
@@ -183,33 +206,61 @@ class SpineTest {
         String s = SettleSystem.newSessionId();
         String text = "lost ready " + s;
         MeterRegistry debounceMeters = settle.debounce.getBean(MeterRegistry.class);
-        double sweeperFiresBefore = debounceMeters.counter("settle.debounce.fires", "cause", "sweeper").count();
+        double sweeperFiresBefore = debounceMeters
+                .counter("settle.debounce.fires", "cause", "sweeper")
+                .count();
         // committed exactly as the API does; its MessageAccepted is handled right here instead of by the broker
-        MessageAcceptance.Accepted accepted = settle.ingest.getBean(MessageAcceptance.class)
+        MessageAcceptance.Accepted accepted = settle.ingest
+                .getBean(MessageAcceptance.class)
                 .accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, text, null, "x"));
         DebounceTimers timers = settle.debounce.getBean(DebounceTimers.class);
         JdbcClient debounceDb = settle.debounce.getBean(JdbcClient.class);
         new TransactionTemplate(settle.debounce.getBean(PlatformTransactionManager.class)).executeWithoutResult(tx -> {
-            assertTrue(timers.arm(new MessageAccepted(accepted.sessionPk(), accepted.version(),
-                    accepted.acceptedAt(), accepted.oldestUnansweredAt())), "the timer was armed");
+            assertTrue(
+                    timers.arm(new MessageAccepted(
+                            accepted.sessionPk(),
+                            accepted.version(),
+                            accepted.acceptedAt(),
+                            accepted.oldestUnansweredAt())),
+                    "the timer was armed");
             // the firer's delete, without its publish: a SessionReady lost on the way to the agents
-            assertEquals(1, debounceDb.sql("DELETE FROM debounce_timer WHERE session_id = ?")
-                    .param(accepted.sessionPk()).update(), "the fired timer's row deleted");
+            assertEquals(
+                    1,
+                    debounceDb
+                            .sql("DELETE FROM debounce_timer WHERE session_id = ?")
+                            .param(accepted.sessionPk())
+                            .update(),
+                    "the fired timer's row deleted");
         });
 
         await("the sweeper answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofSeconds(1));
         assertEquals(1, settle.replies(s).size());
         assertEquals(1, settle.replies(s).getFirst()[0]);
         assertEquals(1, settle.replies(s).getFirst()[1]);
         assertEquals(1, settle.webhooks(s).size());
-        assertEquals("reply.created", settle.webhooks(s).getFirst().json().get("type").asString());
-        assertEquals(1, settle.webhooks(s).getFirst().json().get("data").get("coversVersion").asLong());
+        assertEquals(
+                "reply.created",
+                settle.webhooks(s).getFirst().json().get("type").asString());
+        assertEquals(
+                1,
+                settle.webhooks(s)
+                        .getFirst()
+                        .json()
+                        .get("data")
+                        .get("coversVersion")
+                        .asLong());
         assertEquals(1, settle.modelCallsMentioning(text));
         assertEquals(List.of("COMMITTED"), settle.turnStates(s));
-        assertTrue(debounceMeters.counter("settle.debounce.fires", "cause", "sweeper").count() > sweeperFiresBefore,
+        assertTrue(
+                debounceMeters
+                                .counter("settle.debounce.fires", "cause", "sweeper")
+                                .count()
+                        > sweeperFiresBefore,
                 "the wake-up came from a timer the sweeper armed");
     }
 
@@ -223,23 +274,32 @@ class SpineTest {
         });
         settle.post(s, "hook " + s);
         await("acknowledged")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(800));
         List<WebhookReceiver.Delivery> all = settle.allDeliveries(s);
         assertEquals(3, all.size());
-        assertEquals(List.of(500, 500, 200), all.stream().map(WebhookReceiver.Delivery::status).toList());
+        assertEquals(
+                List.of(500, 500, 200),
+                all.stream().map(WebhookReceiver.Delivery::status).toList());
         Set<String> ids = all.stream().map(WebhookReceiver.Delivery::webhookId).collect(Collectors.toSet());
         assertEquals(1, ids.size(), "same webhook-id on every attempt");
         for (WebhookReceiver.Delivery d : all) {
             assertTrue(WebhookReceiver.verify(SettleSystem.SECRET, d), "signature verifies");
             assertFalse(WebhookReceiver.verify("whsec_" + "A".repeat(32), d), "wrong secret fails");
         }
-        assertEquals(3, settle.jdbc.queryForObject("""
+        assertEquals(
+                3, settle.jdbc.queryForObject("""
                 SELECT COUNT(*) FROM webhook_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id
                  WHERE d.webhook_id = ?""", Integer.class, ids.iterator().next()));
-        assertEquals("DELIVERED", settle.jdbc.queryForObject("SELECT status FROM webhook_delivery WHERE webhook_id = ?",
-                String.class, ids.iterator().next()));
+        assertEquals(
+                "DELIVERED",
+                settle.jdbc.queryForObject(
+                        "SELECT status FROM webhook_delivery WHERE webhook_id = ?",
+                        String.class,
+                        ids.iterator().next()));
     }
 
     @Test
@@ -247,10 +307,13 @@ class SpineTest {
         String s = SettleSystem.newSessionId();
         String marker = "down-" + s;
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
-        settle.model.respondWith(r -> r.body().contains(marker) && down.get() ? ModelResponse.error(500) : ModelDouble.echo(r));
+        settle.model.respondWith(
+                r -> r.body().contains(marker) && down.get() ? ModelResponse.error(500) : ModelDouble.echo(r));
         settle.post(s, marker);
         await("reply.failed webhook")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         JsonNode failed = settle.webhooks(s).getFirst().json();
         assertEquals("reply.failed", failed.get("type").asString());
@@ -260,13 +323,18 @@ class SpineTest {
         assertEquals(2, settle.modelCallsMentioning(marker));
         assertEquals(List.of("FAILED"), settle.turnStates(s));
         assertEquals(0, settle.replies(s).size());
-        assertEquals(1, settle.jdbc.queryForObject("SELECT failed_version FROM chat_session WHERE external_id = ?", Long.class, s));
+        assertEquals(
+                1,
+                settle.jdbc.queryForObject(
+                        "SELECT failed_version FROM chat_session WHERE external_id = ?", Long.class, s));
         assertEquals(0, settle.get("/v1/sessions/" + s).get("repliedVersion").asLong());
 
         // an explicit retry while the model is still down fails once more, then stops again
         assertEquals(202, settle.postPath("/v1/sessions/" + s + "/retry"));
         await("second reply.failed")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 2);
         sleep(Duration.ofSeconds(2));
         assertEquals(4, settle.modelCallsMentioning(marker));
@@ -275,13 +343,17 @@ class SpineTest {
         down.set(false);
         settle.post(s, marker + " later");
         await("reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.replies(s).size() == 1);
         assertEquals(1, settle.replies(s).getFirst()[0]);
         assertEquals(2, settle.replies(s).getFirst()[1]);
         List<String> types = new ArrayList<>();
         await("three webhooks")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 3);
         settle.webhooks(s).forEach(d -> types.add(d.json().get("type").asString()));
         assertEquals(List.of("reply.failed", "reply.failed", "reply.created"), types);

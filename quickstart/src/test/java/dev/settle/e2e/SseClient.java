@@ -19,11 +19,9 @@ import java.util.function.Predicate;
 final class SseClient {
     static final JsonMapper JSON = JsonMapper.builder().build();
 
-    record Event(long id, String type, JsonNode data) {
-    }
+    record Event(long id, String type, JsonNode data) {}
 
-    private SseClient() {
-    }
+    private SseClient() {}
 
     /**
      * The text of the {@code reply.delta} events of a session's stream read in pieces (a disconnect and a
@@ -32,14 +30,15 @@ final class SseClient {
      */
     static String deltasExactlyOnce(List<Event> all) {
         for (int i = 1; i < all.size(); i++) {
-            org.junit.jupiter.api.Assertions.assertEquals(all.get(i - 1).id() + 1, all.get(i).id(),
-                    "ids have no gap and no repeat");
+            org.junit.jupiter.api.Assertions.assertEquals(
+                    all.get(i - 1).id() + 1, all.get(i).id(), "ids have no gap and no repeat");
         }
         StringBuilder deltas = new StringBuilder();
         java.util.Set<Integer> seqs = new java.util.HashSet<>();
         for (Event e : all) {
             if (e.type().equals("reply.delta")) {
-                org.junit.jupiter.api.Assertions.assertTrue(seqs.add(e.data().get("seq").asInt()),
+                org.junit.jupiter.api.Assertions.assertTrue(
+                        seqs.add(e.data().get("seq").asInt()),
                         "duplicate seq " + e.data().get("seq"));
                 deltas.append(e.data().get("text").asString());
             }
@@ -49,19 +48,21 @@ final class SseClient {
 
     /** Reads events until {@code stop} accepts one (included), then closes the connection. */
     static List<Event> read(String url, String key, Long lastEventId, Predicate<Event> stop) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).header("Authorization", "Bearer " + key)
-                .header("Accept", "text/event-stream").GET();
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url))
+                .header("Authorization", "Bearer " + key)
+                .header("Accept", "text/event-stream")
+                .GET();
         if (lastEventId != null) {
             request.header("Last-Event-ID", Long.toString(lastEventId));
         }
-        HttpResponse<InputStream> response = HttpClient.newHttpClient().send(request.build(),
-                HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> response =
+                HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
         if (response.statusCode() != 200) {
             throw new AssertionError("events answered " + response.statusCode());
         }
         List<Event> events = new ArrayList<>();
         try (InputStream in = response.body();
-             BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
             long id = -1;
             String type = null;
             String line;

@@ -1,8 +1,8 @@
 package dev.settle.e2e;
 
+import dev.settle.quickstart.SettleLauncher;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
-import dev.settle.quickstart.SettleLauncher;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -39,9 +39,12 @@ class StreamingTest {
 
     @BeforeAll
     static void start() {
-        settle = new SettleSystem("streaming", true, Map.of(
-                "settle.stream.flush-delay", "20ms",
-                "settle.stream.batch-size", "4"));
+        settle = new SettleSystem(
+                "streaming",
+                true,
+                Map.of(
+                        "settle.stream.flush-delay", "20ms",
+                        "settle.stream.batch-size", "4"));
         secondIngest = settle.launcher.startIngestApi(Map.of("server.port", "0"));
     }
 
@@ -74,11 +77,12 @@ class StreamingTest {
     List<String> persistedPerTurn(String s) {
         List<String> out = new ArrayList<>();
         for (Long turn : settle.jdbc.queryForList("""
-                SELECT t.id FROM chat_turn t JOIN chat_session s ON s.id = t.session_id WHERE s.external_id = ? ORDER BY t.id""",
-                Long.class, s)) {
+                SELECT t.id FROM chat_turn t JOIN chat_session s ON s.id = t.session_id WHERE s.external_id = ? ORDER BY t.id""", Long.class, s)) {
             StringBuilder sb = new StringBuilder();
-            for (String data : settle.jdbc.queryForList("SELECT data FROM session_event WHERE turn_id = ? AND type = 'reply.delta' ORDER BY chunk_seq",
-                    String.class, turn)) {
+            for (String data : settle.jdbc.queryForList(
+                    "SELECT data FROM session_event WHERE turn_id = ? AND type = 'reply.delta' ORDER BY chunk_seq",
+                    String.class,
+                    turn)) {
                 sb.append(SseClient.JSON.readTree(data).get("text").asString());
             }
             out.add(sb.toString());
@@ -95,7 +99,8 @@ class StreamingTest {
         }
         settle.model.respondWith(r -> {
             String user = r.lastUserText();
-            return ModelResponse.text(words("reply to " + user + " ünïcödé 🍜", 80)).chunkSize(1 + user.length() % 3);
+            return ModelResponse.text(words("reply to " + user + " ünïcödé 🍜", 80))
+                    .chunkSize(1 + user.length() % 3);
         });
         try (ExecutorService clients = Executors.newFixedThreadPool(8)) {
             List<Future<?>> posts = new ArrayList<>();
@@ -107,7 +112,9 @@ class StreamingTest {
             }
         }
         await("every session answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> ids.stream().allMatch(s -> settle.replies(s).size() == 1));
         for (String s : ids) {
             String expected = words("reply to " + s + " ünïcödé 🍜", 80);
@@ -126,11 +133,15 @@ class StreamingTest {
     void a_client_that_reconnects_with_last_event_id_gets_every_delta_exactly_once() throws Exception {
         String s = SettleSystem.newSessionId();
         String reply = words("streamed slowly", 60);
-        settle.model.respondWith(r -> r.body().contains(s) ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25))
+        settle.model.respondWith(r -> r.body().contains(s)
+                ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25))
                 : ModelDouble.echo(r));
         settle.post(s, "tell me " + s);
         String url = settle.baseUrl() + "/v1/sessions/" + s + "/events";
-        List<SseClient.Event> first = SseClient.read(url, SettleSystem.KEY, null,
+        List<SseClient.Event> first = SseClient.read(
+                url,
+                SettleSystem.KEY,
+                null,
                 e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 10);
         long lastId = first.getLast().id();
         sleep(Duration.ofMillis(600)); // away while more deltas are produced
@@ -141,7 +152,8 @@ class StreamingTest {
         assertTrue(producedWhileAway > 0, "deltas were persisted while the client was away");
         // reconnect to another ingest-api instance: the stream comes from the database, not from memory
         String other = "http://127.0.0.1:" + SettleLauncher.port(secondIngest) + "/v1/sessions/" + s + "/events";
-        List<SseClient.Event> second = SseClient.read(other, SettleSystem.KEY, lastId, e -> e.type().equals("reply.created"));
+        List<SseClient.Event> second =
+                SseClient.read(other, SettleSystem.KEY, lastId, e -> e.type().equals("reply.created"));
 
         List<SseClient.Event> all = new ArrayList<>(first);
         all.addAll(second);
@@ -158,12 +170,19 @@ class StreamingTest {
     void a_message_during_a_slow_stream_cancels_it_early_and_one_reply_covers_both() {
         String s = SettleSystem.newSessionId();
         String slow = words("slow answer", 300); // 230 chunks x 50 ms: about 12 s of streaming
-        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
-                : r.body().contains("second " + s) ? ModelResponse.text("both answered").usage(40, 3)
-                : ModelResponse.text(slow).chunkSize(8).chunkDelay(Duration.ofMillis(50)).usage(30, 200));
+        settle.model.respondWith(r -> !r.body().contains(s)
+                ? ModelDouble.echo(r)
+                : r.body().contains("second " + s)
+                        ? ModelResponse.text("both answered").usage(40, 3)
+                        : ModelResponse.text(slow)
+                                .chunkSize(8)
+                                .chunkDelay(Duration.ofMillis(50))
+                                .usage(30, 200));
         settle.post(s, "first " + s);
         await("the slow stream is streaming")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.jdbc.queryForObject("""
                         SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
                          WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
@@ -173,20 +192,37 @@ class StreamingTest {
         // the interrupt cuts the stream well before its end: the model double notices the closed connection at a
         // chunk write, so with events of its answer still unsent (a client leaving after the last write is not
         // counted), and by then it had streamed less than half of the answer (persisted: what the agent received)
-        org.awaitility.Awaitility.await("the interrupted turn is DISCARDED and its stream cancelled").atMost(LONG)
+        org.awaitility.Awaitility.await("the interrupted turn is DISCARDED and its stream cancelled")
+                .atMost(LONG)
                 .until(() -> settle.turnStates(s).getFirst().equals("DISCARDED") && settle.model.cancelledCount() == 1);
         assertEquals(1, settle.model.cancelledCount(), "the model double saw the stream closed before its last chunk");
         int cutAt = persistedPerTurn(s).getFirst().length();
-        assertTrue(cutAt < slow.length() / 2, "the stream was cut after " + cutAt + " of " + slow.length()
-                + " characters: the interrupt must land well before the answer would have finished");
+        assertTrue(
+                cutAt < slow.length() / 2,
+                "the stream was cut after " + cutAt + " of " + slow.length()
+                        + " characters: the interrupt must land well before the answer would have finished");
 
         await("one reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(500));
-        assertEquals("reply.created", settle.webhooks(s).getFirst().json().get("type").asString(), settle.webhooks(s).getFirst().body() + " turns: " + settle.get("/v1/sessions/" + s + "/turns"));
-        assertEquals("both answered", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
-        assertEquals(2, settle.webhooks(s).getFirst().json().get("data").get("coversVersion").asLong());
+        assertEquals(
+                "reply.created",
+                settle.webhooks(s).getFirst().json().get("type").asString(),
+                settle.webhooks(s).getFirst().body() + " turns: " + settle.get("/v1/sessions/" + s + "/turns"));
+        assertEquals(
+                "both answered",
+                settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+        assertEquals(
+                2,
+                settle.webhooks(s)
+                        .getFirst()
+                        .json()
+                        .get("data")
+                        .get("coversVersion")
+                        .asLong());
         JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
         assertEquals(2, turns.size());
         assertEquals("DISCARDED", turns.get(0).get("state").asString());
@@ -203,16 +239,22 @@ class StreamingTest {
         assertTrue(turns.get(0).get("tokensEstimated").asBoolean());
         assertEquals(partial.length() / 4, turns.get(0).get("completionTokens").asLong());
         assertTrue(turns.get(0).get("promptTokens").asLong() > 0);
-        assertEquals(discarded, turns.get(0).get("promptTokens").asLong() + turns.get(0).get("completionTokens").asLong());
-        assertEquals((double) discarded, meters.counter("settle.discarded.tokens").count() - metricBefore);
+        assertEquals(
+                discarded,
+                turns.get(0).get("promptTokens").asLong()
+                        + turns.get(0).get("completionTokens").asLong());
+        assertEquals(
+                (double) discarded, meters.counter("settle.discarded.tokens").count() - metricBefore);
     }
 
     @Test
     void typing_past_max_wait_does_not_interrupt_the_running_turn() {
         String s = SettleSystem.newSessionId();
-        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
+        settle.model.respondWith(r -> !r.body().contains(s)
+                ? ModelDouble.echo(r)
                 : ModelResponse.text(words("answer", 30)).chunkSize(6).chunkDelay(Duration.ofMillis(40)));
-        int messages = 32; // one every 200 ms (half the window) for 6.4 s, past the 4 s max-wait and on through the turn
+        int messages =
+                32; // one every 200 ms (half the window) for 6.4 s, past the 4 s max-wait and on through the turn
         Instant stoppedTyping = null;
         for (int i = 1; i <= messages; i++) {
             settle.post(s, "typing " + i + " " + s);
@@ -221,9 +263,14 @@ class StreamingTest {
         }
         Instant typingEnded = stoppedTyping;
         await("all answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> settle.get("/v1/sessions/" + s).get("repliedVersion").asLong() == messages);
-        assertTrue(settle.webhooks(s).getFirst().receivedAt().isBefore(typingEnded), "a turn committed while typing went on");
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() ->
+                        settle.get("/v1/sessions/" + s).get("repliedVersion").asLong() == messages);
+        assertTrue(
+                settle.webhooks(s).getFirst().receivedAt().isBefore(typingEnded),
+                "a turn committed while typing went on");
         // a turn may be interrupted only before the max-wait deadline of the oldest message it answered
         List<java.util.Map<String, Object>> turns = settle.jdbc.queryForList("""
                 SELECT t.state, t.reason, t.ended_at, m.created_at AS oldest FROM chat_turn t
@@ -232,8 +279,10 @@ class StreamingTest {
                  WHERE s.external_id = ? ORDER BY t.id""", s);
         for (java.util.Map<String, Object> t : turns) {
             if ("DISCARDED".equals(t.get("state"))) {
-                java.time.LocalDateTime deadline = ((java.time.LocalDateTime) t.get("oldest")).plus(SettleSystem.MAX_WAIT);
-                assertTrue(((java.time.LocalDateTime) t.get("ended_at")).isBefore(deadline.plusSeconds(1)),
+                java.time.LocalDateTime deadline =
+                        ((java.time.LocalDateTime) t.get("oldest")).plus(SettleSystem.MAX_WAIT);
+                assertTrue(
+                        ((java.time.LocalDateTime) t.get("ended_at")).isBefore(deadline.plusSeconds(1)),
                         "interrupted past its deadline: " + t);
             }
         }
@@ -250,24 +299,44 @@ class StreamingTest {
         String s = SettleSystem.newSessionId();
         settle.put("/v1/sessions/" + s, "{\"policy\":\"" + policy + "\"}");
         assertEquals(policy, settle.get("/v1/sessions/" + s).get("policy").asString());
-        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
-                : ModelResponse.text("answer " + r.messages().stream().filter(m -> "user".equals(m.role())).count())
-                .chunkSize(2).chunkDelay(Duration.ofMillis(150)));
+        settle.model.respondWith(r -> !r.body().contains(s)
+                ? ModelDouble.echo(r)
+                : ModelResponse.text("answer "
+                                + r.messages().stream()
+                                        .filter(m -> "user".equals(m.role()))
+                                        .count())
+                        .chunkSize(2)
+                        .chunkDelay(Duration.ofMillis(150)));
         settle.post(s, "A " + s);
         // the turn row exists only after the turn read its span, so B cannot slip into A's turn
         await("A's turn is generating")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
-                        && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() ->
+                        settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
+                                && "generating"
+                                        .equals(settle.get("/v1/sessions/" + s)
+                                                .get("state")
+                                                .asString()));
         int status = settle.postStatus(s, "B " + s);
-        await("settled").atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread().until(() -> {
-            JsonNode session = settle.get("/v1/sessions/" + s);
-            return session.get("repliedVersion").asLong() == session.get("version").asLong()
-                    && "idle".equals(session.get("state").asString());
-        });
+        await("settled")
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> {
+                    JsonNode session = settle.get("/v1/sessions/" + s);
+                    return session.get("repliedVersion").asLong()
+                                    == session.get("version").asLong()
+                            && "idle".equals(session.get("state").asString());
+                });
         sleep(Duration.ofMillis(500));
-        return new int[]{status, settle.replies(s).size(), (int) settle.get("/v1/sessions/" + s).get("version").asLong(),
-                (int) settle.turnStates(s).stream().filter("DISCARDED"::equals).count()};
+        return new int[] {
+            status,
+            settle.replies(s).size(),
+            (int) settle.get("/v1/sessions/" + s).get("version").asLong(),
+            (int) settle.turnStates(s).stream().filter("DISCARDED"::equals).count()
+        };
     }
 
     @Test
@@ -301,15 +370,24 @@ class StreamingTest {
     void enqueue_gives_each_burst_that_piled_up_during_a_long_turn_its_own_reply_in_order() {
         String s = SettleSystem.newSessionId();
         settle.put("/v1/sessions/" + s, "{\"policy\":\"enqueue\"}");
-        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
+        settle.model.respondWith(r -> !r.body().contains(s)
+                ? ModelDouble.echo(r)
                 : r.lastUserText().startsWith("A ")
-                ? ModelResponse.text(words("answer to A", 30)).chunkSize(4).chunkDelay(Duration.ofMillis(100))
-                : ModelResponse.text("answer to " + r.lastUserText()));
+                        ? ModelResponse.text(words("answer to A", 30))
+                                .chunkSize(4)
+                                .chunkDelay(Duration.ofMillis(100))
+                        : ModelResponse.text("answer to " + r.lastUserText()));
         settle.post(s, "A " + s);
         await("A's turn is generating")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
-                        && "generating".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() ->
+                        settle.get("/v1/sessions/" + s + "/turns").get("turns").size() == 1
+                                && "generating"
+                                        .equals(settle.get("/v1/sessions/" + s)
+                                                .get("state")
+                                                .asString()));
         settle.post(s, "B1 " + s);
         settle.post(s, "B2 " + s);
         sleep(SettleSystem.WINDOW.multipliedBy(2)); // B's timer fires: a burst end at version 3
@@ -318,7 +396,9 @@ class StreamingTest {
         // where the bursts ended is the debounce worker's call (on a loaded machine B1 and B2 can be a window
         // apart and form two bursts); what must hold is one reply per recorded burst, never one for all
         await("C's burst fired while A's turn still runs")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.jdbc.queryForObject("""
                         SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id
                          WHERE s.external_id = ? AND b.end_version = 5""", Integer.class, s) == 1);
@@ -327,10 +407,15 @@ class StreamingTest {
                  WHERE s.external_id = ? AND b.end_version > 1 ORDER BY b.end_version""", Long.class, s);
         assertEquals(List.of("RUNNING"), settle.turnStates(s), "the bursts must pile up during A's turn");
         assertTrue(ends.contains(3L) && ends.contains(5L), "B and C are separate bursts: " + ends);
-        await("all five answered").atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread().until(() -> {
-            JsonNode session = settle.get("/v1/sessions/" + s);
-            return session.get("repliedVersion").asLong() == 5 && "idle".equals(session.get("state").asString());
-        });
+        await("all five answered")
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> {
+                    JsonNode session = settle.get("/v1/sessions/" + s);
+                    return session.get("repliedVersion").asLong() == 5
+                            && "idle".equals(session.get("state").asString());
+                });
         List<String> expected = new ArrayList<>(List.of("1-1"));
         long from = 2;
         for (long end : ends) {
@@ -341,8 +426,7 @@ class StreamingTest {
         assertEquals(expected, replies.stream().map(r -> r[0] + "-" + r[1]).toList(), "one reply per burst, in order");
         assertEquals(java.util.Collections.nCopies(expected.size(), "COMMITTED"), settle.turnStates(s));
         assertEquals(0, (int) settle.jdbc.queryForObject("""
-                SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id WHERE s.external_id = ?""",
-                Integer.class, s), "the replies spent their burst ends");
+                SELECT COUNT(*) FROM session_burst b JOIN chat_session s ON s.id = b.session_id WHERE s.external_id = ?""", Integer.class, s), "the replies spent their burst ends");
     }
 
     /**
@@ -353,26 +437,38 @@ class StreamingTest {
     @Test
     void a_discarded_turn_counts_the_usage_the_model_reported_plus_the_estimate_of_the_cut_stream() {
         String s = SettleSystem.newSessionId();
-        settle.model.respondWith(r -> !r.body().contains(s) ? ModelDouble.echo(r)
-                : r.body().contains("second " + s) ? ModelResponse.text("both answered")
-                : r.messages().stream().noneMatch(m -> "tool".equals(m.role()))
-                ? ModelResponse.toolCall("list_categories", "{}").usage(30, 5)
-                : ModelResponse.text(words("slow answer", 300)).chunkSize(8).chunkDelay(Duration.ofMillis(50)));
+        settle.model.respondWith(r -> !r.body().contains(s)
+                ? ModelDouble.echo(r)
+                : r.body().contains("second " + s)
+                        ? ModelResponse.text("both answered")
+                        : r.messages().stream().noneMatch(m -> "tool".equals(m.role()))
+                                ? ModelResponse.toolCall("list_categories", "{}")
+                                        .usage(30, 5)
+                                : ModelResponse.text(words("slow answer", 300))
+                                        .chunkSize(8)
+                                        .chunkDelay(Duration.ofMillis(50)));
         MeterRegistry meters = settle.agent.getBean(MeterRegistry.class);
         double metricBefore = meters.counter("settle.discarded.tokens").count();
         settle.post(s, "first " + s);
         await("the second model call is streaming")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.jdbc.queryForObject("""
                         SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
                          WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
         settle.post(s, "second " + s);
         await("one reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.replies(s).size() == 1);
         await("settled")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> "idle"
+                        .equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
         assertEquals(2, turns.size());
         JsonNode cut = turns.get(0);
@@ -380,10 +476,15 @@ class StreamingTest {
         assertEquals(2, cut.get("modelCalls").asInt(), "the tool round and the cut stream");
         assertTrue(cut.get("tokensEstimated").asBoolean());
         String partial = persistedPerTurn(s).getFirst();
-        assertEquals(5 + partial.length() / 4, cut.get("completionTokens").asLong(), "5 reported + the cut stream's estimate");
+        assertEquals(
+                5 + partial.length() / 4,
+                cut.get("completionTokens").asLong(),
+                "5 reported + the cut stream's estimate");
         assertTrue(cut.get("promptTokens").asLong() > 30, "30 reported + the estimate of the second prompt");
-        long tokens = cut.get("promptTokens").asLong() + cut.get("completionTokens").asLong();
-        assertEquals(tokens, settle.get("/v1/sessions/" + s).get("discardedTokens").asLong());
+        long tokens =
+                cut.get("promptTokens").asLong() + cut.get("completionTokens").asLong();
+        assertEquals(
+                tokens, settle.get("/v1/sessions/" + s).get("discardedTokens").asLong());
         assertEquals((double) tokens, meters.counter("settle.discarded.tokens").count() - metricBefore);
         assertEquals("COMMITTED", turns.get(1).get("state").asString());
         assertEquals(false, turns.get(1).get("tokensEstimated").asBoolean(), "a finished turn's usage is the model's");
@@ -400,19 +501,28 @@ class StreamingTest {
         settle.post(s, "A " + s);
         var refused = settle.postRaw(s, "B " + s);
         assertEquals(409, refused.statusCode(), refused.body());
-        assertEquals("application/problem+json", refused.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "application/problem+json",
+                refused.headers().firstValue("Content-Type").orElse("").split(";")[0]);
         JsonNode problem = SseClient.JSON.readTree(refused.body());
         assertEquals(409, problem.get("status").asInt());
         assertTrue(problem.get("type").asString().endsWith("session-busy"), refused.body());
         assertEquals(1, settle.get("/v1/sessions/" + s).get("version").asLong(), "B was not stored");
         await("A answered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.replies(s).size() == 1);
-        assertEquals(List.of("1-1"), settle.replies(s).stream().map(r -> r[0] + "-" + r[1]).toList());
+        assertEquals(
+                List.of("1-1"),
+                settle.replies(s).stream().map(r -> r[0] + "-" + r[1]).toList());
         // answered and idle again: the next message is accepted
         await("idle")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> "idle".equals(settle.get("/v1/sessions/" + s).get("state").asString()));
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> "idle"
+                        .equals(settle.get("/v1/sessions/" + s).get("state").asString()));
         assertEquals(2, settle.post(s, "C " + s).get("version").asLong());
     }
 
@@ -425,10 +535,13 @@ class StreamingTest {
     void a_persisted_stream_that_differs_from_the_model_text_fails_the_turn_and_commits_nothing() {
         String s = SettleSystem.newSessionId();
         settle.model.respondWith(r -> r.body().contains(s)
-                ? ModelResponse.text(words("answer", 60)).chunkSize(6).chunkDelay(Duration.ofMillis(30)) : ModelDouble.echo(r));
+                ? ModelResponse.text(words("answer", 60)).chunkSize(6).chunkDelay(Duration.ofMillis(30))
+                : ModelDouble.echo(r));
         settle.post(s, "tell me " + s);
         await("a few deltas persisted")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.jdbc.queryForObject("""
                         SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
                          WHERE s.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) >= 3);
@@ -436,16 +549,24 @@ class StreamingTest {
                 DELETE e FROM session_event e JOIN chat_session s ON s.id = e.session_id
                  WHERE s.external_id = ? AND e.type = 'reply.delta' AND e.chunk_seq = 1""", s));
         await("the turn ended")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> !settle.turnStates(s).contains("RUNNING") && !settle.turnStates(s).isEmpty());
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> !settle.turnStates(s).contains("RUNNING")
+                        && !settle.turnStates(s).isEmpty());
         assertEquals(List.of("FAILED"), settle.turnStates(s));
         JsonNode turn = settle.get("/v1/sessions/" + s + "/turns").get("turns").get(0);
-        assertEquals("persisted stream differs from the model's text", turn.get("reason").asString());
+        assertEquals(
+                "persisted stream differs from the model's text",
+                turn.get("reason").asString());
         assertEquals(0, settle.replies(s).size(), "no reply with missing text");
         await("reply.failed sent")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
-        assertEquals("reply.failed", settle.webhooks(s).getFirst().json().get("type").asString());
+        assertEquals(
+                "reply.failed", settle.webhooks(s).getFirst().json().get("type").asString());
         assertEquals(1, (int) settle.jdbc.queryForObject("""
                 SELECT COUNT(*) FROM session_event e JOIN chat_session s ON s.id = e.session_id
                  WHERE s.external_id = ? AND e.type = 'turn.failed'""", Integer.class, s));

@@ -46,10 +46,17 @@ class TenantWebhookSecretsTest {
 
     static HttpResponse<String> call(String method, String path, String key, String body) {
         try {
-            return HTTP.send(HttpRequest.newBuilder(URI.create(settle.baseUrl() + path))
-                    .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
-                    .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-                            : HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            return HTTP.send(
+                    HttpRequest.newBuilder(URI.create(settle.baseUrl() + path))
+                            .header("Authorization", "Bearer " + key)
+                            .header("Content-Type", "application/json")
+                            .method(
+                                    method,
+                                    body == null
+                                            ? HttpRequest.BodyPublishers.noBody()
+                                            : HttpRequest.BodyPublishers.ofString(body))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
@@ -62,7 +69,9 @@ class TenantWebhookSecretsTest {
 
     /** Creates a tenant; returns its API key. */
     static String tenant(String id) {
-        return ok(201, call("POST", "/v1/admin/tenants", ADMIN, "{\"id\":\"" + id + "\"}")).get("apiKey").get("key")
+        return ok(201, call("POST", "/v1/admin/tenants", ADMIN, "{\"id\":\"" + id + "\"}"))
+                .get("apiKey")
+                .get("key")
                 .asString();
     }
 
@@ -73,7 +82,9 @@ class TenantWebhookSecretsTest {
     }
 
     static List<WebhookReceiver.Delivery> at(String tenant) {
-        return settle.receiver.deliveries().stream().filter(d -> d.path().equals("/hooks/" + tenant)).toList();
+        return settle.receiver.deliveries().stream()
+                .filter(d -> d.path().equals("/hooks/" + tenant))
+                .toList();
     }
 
     static WebhookReceiver.Delivery deliveredFor(String tenant, String session) {
@@ -92,8 +103,13 @@ class TenantWebhookSecretsTest {
     @Test
     void a_url_set_without_a_secret_gets_one_shown_once_that_signs_and_a_patch_rotates_it_within_seconds() {
         String key = tenant("acme");
-        JsonNode patched = ok(200, call("PATCH", "/v1/admin/tenants/acme", ADMIN,
-                "{\"webhookUrl\":\"" + settle.receiver.url() + "/acme\"}"));
+        JsonNode patched = ok(
+                200,
+                call(
+                        "PATCH",
+                        "/v1/admin/tenants/acme",
+                        ADMIN,
+                        "{\"webhookUrl\":\"" + settle.receiver.url() + "/acme\"}"));
         String generated = patched.get("webhookSecret").asString();
         assertTrue(generated.startsWith("whsec_"), generated);
         JsonNode view = ok(200, call("GET", "/v1/admin/tenants/acme", ADMIN, null));
@@ -115,25 +131,35 @@ class TenantWebhookSecretsTest {
     @Test
     void a_tenant_url_without_secrets_is_not_sent_says_why_and_a_replay_after_setting_them_delivers() {
         String key = tenant("legacy");
-        ok(200, call("PATCH", "/v1/admin/tenants/legacy", ADMIN,
-                "{\"webhookUrl\":\"" + settle.receiver.url() + "/legacy\"}"));
+        ok(
+                200,
+                call(
+                        "PATCH",
+                        "/v1/admin/tenants/legacy",
+                        ADMIN,
+                        "{\"webhookUrl\":\"" + settle.receiver.url() + "/legacy\"}"));
         // a tenant URL without secrets, as a row written outside the API may be (the API never leaves one so)
         settle.jdbc.update("UPDATE tenant SET webhook_secrets = NULL WHERE id = 'legacy'");
 
         String s = say(key, "hello legacy");
         String reason = "tenant legacy has no webhook signing secret; set its webhookSecrets (admin API); not sent";
         await().atMost(SOON).until(() -> {
-            JsonNode d = ok(200, call("GET", "/v1/webhooks/deliveries?status=failed", key, null)).get("deliveries");
+            JsonNode d = ok(200, call("GET", "/v1/webhooks/deliveries?status=failed", key, null))
+                    .get("deliveries");
             return d.size() == 1 && d.get(0).get("lastError").asString().contains(reason);
         });
-        JsonNode dead = ok(200, call("GET", "/v1/webhooks/deliveries?status=failed", key, null)).get("deliveries").get(0);
+        JsonNode dead = ok(200, call("GET", "/v1/webhooks/deliveries?status=failed", key, null))
+                .get("deliveries")
+                .get(0);
         assertEquals(s, dead.get("sessionId").asString());
         assertTrue(at("legacy").isEmpty(), "nothing reached the endpoint, signed by the deployment or unsigned");
 
         String secret = secretOf(32);
         ok(200, call("PATCH", "/v1/admin/tenants/legacy", ADMIN, "{\"webhookSecrets\":[\"" + secret + "\"]}"));
-        assertEquals(202, call("POST", "/v1/webhooks/deliveries/" + dead.get("id").asLong() + "/retry", key, null)
-                .statusCode());
+        assertEquals(
+                202,
+                call("POST", "/v1/webhooks/deliveries/" + dead.get("id").asLong() + "/retry", key, null)
+                        .statusCode());
         WebhookReceiver.Delivery d = deliveredFor("legacy", s);
         assertTrue(WebhookReceiver.verify(secret, d));
         assertFalse(WebhookReceiver.verify(SettleSystem.SECRET, d));

@@ -83,23 +83,38 @@ class ToolsTest {
         });
         settle.post(s, lunch);
         await("the first turn waits for its final answer")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.model.requests().stream()
                         .anyMatch(r -> r.body().contains(lunch) && toolResults(r) == 1));
         settle.post(s, "and coffee 12");
 
         await("one reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         sleep(Duration.ofMillis(800));
         assertEquals(List.of(new BigDecimal("35.00"), new BigDecimal("12.00")), ledger(s));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#1:COMPLETED"), executions(s));
         assertEquals(List.of("DISCARDED", "COMMITTED"), settle.turnStates(s));
-        assertEquals("Booked lunch 35 and coffee 12.", settle.webhooks(s).getFirst().json().get("data").get("text").asString());
-        assertEquals(2, settle.webhooks(s).getFirst().json().get("data").get("coversVersion").asLong());
+        assertEquals(
+                "Booked lunch 35 and coffee 12.",
+                settle.webhooks(s).getFirst().json().get("data").get("text").asString());
+        assertEquals(
+                2,
+                settle.webhooks(s)
+                        .getFirst()
+                        .json()
+                        .get("data")
+                        .get("coversVersion")
+                        .asLong());
         // the successor saw the completed pair of the discarded turn in its context
         ModelRequest successor = settle.model.requests().stream()
-                .filter(r -> r.body().contains("and coffee 12") && toolResults(r) == 1).findFirst().orElseThrow();
+                .filter(r -> r.body().contains("and coffee 12") && toolResults(r) == 1)
+                .findFirst()
+                .orElseThrow();
         assertTrue(successor.body().contains("booked 35.00 under food"), successor.body());
     }
 
@@ -107,14 +122,18 @@ class ToolsTest {
     void two_identical_calls_in_one_turn_book_two_rows() {
         String s = SettleSystem.newSessionId();
         String text = "two coffees, 4 each " + s;
-        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
-                : toolResults(r) == 0 ? ModelResponse.toolCalls(List.of(
-                        new ToolCall("a", "create_transaction", "{\"amount\":4,\"category\":\"coffee\"}"),
-                        new ToolCall("b", "create_transaction", "{\"amount\":4,\"category\":\"coffee\"}")))
-                : ModelResponse.text("Booked two coffees."));
+        settle.model.respondWith(r -> !r.body().contains(text)
+                ? ModelDouble.echo(r)
+                : toolResults(r) == 0
+                        ? ModelResponse.toolCalls(List.of(
+                                new ToolCall("a", "create_transaction", "{\"amount\":4,\"category\":\"coffee\"}"),
+                                new ToolCall("b", "create_transaction", "{\"amount\":4,\"category\":\"coffee\"}")))
+                        : ModelResponse.text("Booked two coffees."));
         settle.post(s, text);
         await("reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         assertEquals(List.of(new BigDecimal("4.00"), new BigDecimal("4.00")), ledger(s));
         assertEquals(List.of("create_transaction#1:COMPLETED", "create_transaction#2:COMPLETED"), executions(s));
@@ -124,19 +143,23 @@ class ToolsTest {
     void bad_arguments_fail_the_execution_the_model_reads_the_error_and_the_turn_still_commits() {
         String s = SettleSystem.newSessionId();
         String text = "book something weird " + s;
-        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
-                : toolResults(r) == 0 ? ModelResponse.toolCalls(List.of(
-                        new ToolCall("n", "create_transaction", "{\"amount\":-5,\"category\":\"food\"}"),
-                        new ToolCall("t", "create_transaction", "{\"amount\":\"lots\",\"category\":\"food\"}"),
-                        new ToolCall("m", "create_transaction", "{\"category\":\"food\"}"),
-                        new ToolCall("h", "create_transaction", "{\"amount\":1e9,\"category\":\"food\"}"),
-                        new ToolCall("c", "create_transaction", "{\"amount\":5,\"category\":\"yachts\"}"),
-                        new ToolCall("j", "create_transaction", "{\"amount\":5,"),
-                        new ToolCall("u", "delete_everything", "{}")))
-                : ModelResponse.text("Sorry, I could not book that."));
+        settle.model.respondWith(r -> !r.body().contains(text)
+                ? ModelDouble.echo(r)
+                : toolResults(r) == 0
+                        ? ModelResponse.toolCalls(List.of(
+                                new ToolCall("n", "create_transaction", "{\"amount\":-5,\"category\":\"food\"}"),
+                                new ToolCall("t", "create_transaction", "{\"amount\":\"lots\",\"category\":\"food\"}"),
+                                new ToolCall("m", "create_transaction", "{\"category\":\"food\"}"),
+                                new ToolCall("h", "create_transaction", "{\"amount\":1e9,\"category\":\"food\"}"),
+                                new ToolCall("c", "create_transaction", "{\"amount\":5,\"category\":\"yachts\"}"),
+                                new ToolCall("j", "create_transaction", "{\"amount\":5,"),
+                                new ToolCall("u", "delete_everything", "{}")))
+                        : ModelResponse.text("Sorry, I could not book that."));
         settle.post(s, text);
         await("reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         assertEquals(List.of(), ledger(s));
         List<String> failed = new ArrayList<>();
@@ -146,8 +169,13 @@ class ToolsTest {
         failed.add("delete_everything#1:FAILED");
         assertEquals(failed, executions(s));
         ModelRequest second = settle.model.requests().stream()
-                .filter(r -> r.body().contains(text) && toolResults(r) == 7).findFirst().orElseThrow();
-        List<String> results = second.messages().stream().filter(m -> "tool".equals(m.role())).map(m -> m.content()).toList();
+                .filter(r -> r.body().contains(text) && toolResults(r) == 7)
+                .findFirst()
+                .orElseThrow();
+        List<String> results = second.messages().stream()
+                .filter(m -> "tool".equals(m.role()))
+                .map(m -> m.content())
+                .toList();
         assertTrue(results.get(0).contains("amount must be greater than 0"), results.get(0));
         assertTrue(results.get(3).contains("at most 1000000"), results.get(3));
         assertTrue(results.get(4).contains("category must be one of"), results.get(4));
@@ -166,7 +194,9 @@ class ToolsTest {
         String s = SettleSystem.newSessionId();
         settle.post(s, "hello " + s);
         await("reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         long pk = settle.sessionPk(s);
         settle.jdbc.update("""
@@ -175,8 +205,11 @@ class ToolsTest {
                 VALUES (?, 0, 1, SHA2(UUID(), 256), 'stuck', 'create_transaction', '{"amount":1,"category":"food"}', 1, TRUE,
                         'EXECUTING', 'dead-holder', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)""", pk);
         await("the reaper failed it")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> settle.get("/v1/sessions/" + s + "/messages").toString().contains("\"FAILED\""));
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() ->
+                        settle.get("/v1/sessions/" + s + "/messages").toString().contains("\"FAILED\""));
         JsonNode step = null;
         for (JsonNode m : settle.get("/v1/sessions/" + s + "/messages").get("messages")) {
             if ("tool".equals(m.get("role").asString())) {
@@ -192,12 +225,18 @@ class ToolsTest {
     void the_turns_api_and_the_ledger_api_show_what_happened() {
         String s = SettleSystem.newSessionId();
         String text = "taxi 18.5 " + s;
-        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
-                : toolResults(r) == 0 ? ModelResponse.toolCall("create_transaction", "{\"amount\":18.5,\"category\":\"transport\",\"note\":\"airport\"}")
-                : ModelResponse.text("Booked."));
+        settle.model.respondWith(r -> !r.body().contains(text)
+                ? ModelDouble.echo(r)
+                : toolResults(r) == 0
+                        ? ModelResponse.toolCall(
+                                "create_transaction",
+                                "{\"amount\":18.5,\"category\":\"transport\",\"note\":\"airport\"}")
+                        : ModelResponse.text("Booked."));
         settle.post(s, text);
         await("reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         JsonNode turns = settle.get("/v1/sessions/" + s + "/turns").get("turns");
         assertEquals(1, turns.size());
@@ -207,7 +246,9 @@ class ToolsTest {
         assertEquals(2, turns.get(0).get("modelCalls").asInt());
         JsonNode entries = settle.get("/v1/ledger/entries?sessionId=" + s).get("entries");
         assertEquals(1, entries.size());
-        assertEquals(0, new BigDecimal("18.50").compareTo(entries.get(0).get("amount").decimalValue()));
+        assertEquals(
+                0,
+                new BigDecimal("18.50").compareTo(entries.get(0).get("amount").decimalValue()));
         assertEquals("transport", entries.get(0).get("category").asString());
         assertEquals("airport", entries.get(0).get("note").asString());
     }
@@ -221,14 +262,18 @@ class ToolsTest {
     void a_client_refreshing_mid_turn_sees_the_running_tool_step_and_then_its_result() throws Exception {
         String s = SettleSystem.newSessionId();
         String text = "museum 12 " + s;
-        settle.model.respondWith(r -> !r.body().contains(text) ? ModelDouble.echo(r)
-                : toolResults(r) == 0 ? ModelResponse.toolCall("create_transaction", "{\"amount\":12,\"category\":\"entertainment\"}")
-                : ModelResponse.text("Booked the museum."));
+        settle.model.respondWith(r -> !r.body().contains(text)
+                ? ModelDouble.echo(r)
+                : toolResults(r) == 0
+                        ? ModelResponse.toolCall("create_transaction", "{\"amount\":12,\"category\":\"entertainment\"}")
+                        : ModelResponse.text("Booked the museum."));
         JsonNode running;
         try (java.sql.Connection blocker = settle.holdLedgerGaps()) {
             settle.post(s, text);
             await("the tool step is visible while it runs")
-                    .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(LONG)
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> toolStep(s) != null
                             && "EXECUTING".equals(toolStep(s).get("status").asString()));
             running = toolStep(s);
@@ -238,7 +283,9 @@ class ToolsTest {
         assertEquals(12, running.get("arguments").get("amount").asInt());
         assertTrue(running.get("result") == null || running.get("result").isNull(), running.toString());
         await("reply")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
         JsonNode done = toolStep(s);
         assertEquals(running.get("stepId").asString(), done.get("stepId").asString());

@@ -69,9 +69,12 @@ class TwoAgentsTest {
             for (int i = 0; i < agents.size(); i++) {
                 ConfigurableApplicationContext agent = agents.get(i);
                 double expected = before[i] + ids.size();
-                await(agent.getEnvironment().getProperty("spring.kafka.consumer.group-id") + " claiming once for each of "
-                        + ids.size() + " more hints (" + before[i] + " claims before)")
-                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                await(agent.getEnvironment().getProperty("spring.kafka.consumer.group-id")
+                                + " claiming once for each of " + ids.size() + " more hints (" + before[i]
+                                + " claims before)")
+                        .atMost(Duration.ofSeconds(60))
+                        .pollInterval(Duration.ofMillis(20))
+                        .pollInSameThread()
                         .until(() -> claims(agent) >= expected);
             }
             sleep(Duration.ofSeconds(1));
@@ -87,13 +90,18 @@ class TwoAgentsTest {
         KafkaTemplate<String, String> kafka = settle.ingest.getBean(KafkaTemplate.class);
         for (String s : ids) {
             long pk = settle.sessionPk(s);
-            kafka.send(Topics.SESSION_READY, Long.toString(pk), EventCodec.encode(new SessionReady(pk, 1, "window", Instant.now())));
+            kafka.send(
+                    Topics.SESSION_READY,
+                    Long.toString(pk),
+                    EventCodec.encode(new SessionReady(pk, 1, "window", Instant.now())));
         }
     }
 
     private static double claims(ConfigurableApplicationContext agent) {
         MeterRegistry meters = agent.getBean(MeterRegistry.class);
-        return meters.find("settle.lease.claims").counters().stream().mapToDouble(c -> c.count()).sum();
+        return meters.find("settle.lease.claims").counters().stream()
+                .mapToDouble(c -> c.count())
+                .sum();
     }
 
     /** Posts the bursts, repeats every session's hint, and checks each burst got exactly one reply; returns the sessions. */
@@ -131,9 +139,12 @@ class TwoAgentsTest {
         }
 
         await("all sessions answered")
-                .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() -> ids.stream().allMatch(s ->
-                        settle.replies(s).size() == 1 && settle.webhooks(s).size() == 1));
+                .atMost(Duration.ofSeconds(90))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> ids.stream()
+                        .allMatch(s -> settle.replies(s).size() == 1
+                                && settle.webhooks(s).size() == 1));
         sleep(Duration.ofSeconds(2));
         for (int i = 0; i < sessions; i++) {
             String s = ids.get(i);
@@ -143,7 +154,10 @@ class TwoAgentsTest {
             assertEquals((long) sizes.get(i), replies.getFirst()[1], s);
             List<WebhookReceiver.Delivery> hooks = settle.webhooks(s);
             assertEquals(1, hooks.size(), s);
-            assertEquals(sizes.get(i), hooks.getFirst().json().get("data").get("coversVersion").asInt(), s);
+            assertEquals(
+                    sizes.get(i),
+                    hooks.getFirst().json().get("data").get("coversVersion").asInt(),
+                    s);
             assertEquals(1, settle.modelCallsMentioning(s), "one model call for " + s);
             assertEquals(List.of("COMMITTED"), settle.turnStates(s), s);
         }

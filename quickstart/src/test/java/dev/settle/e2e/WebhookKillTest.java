@@ -32,8 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class WebhookKillTest {
     /** A claim lasts timeout + margin: 10 s + 2 s here (15 s + 15 s by default). */
-    static final Map<String, Object> SHORT_CLAIM = Map.of(
-            "settle.webhook.timeout", "10s", "settle.webhook.claim-margin", "2s");
+    static final Map<String, Object> SHORT_CLAIM =
+            Map.of("settle.webhook.timeout", "10s", "settle.webhook.claim-margin", "2s");
 
     @Test
     void a_dispatcher_killed_while_its_post_is_held_is_re_sent_by_another_with_the_same_webhook_id() throws Exception {
@@ -49,15 +49,20 @@ class WebhookKillTest {
             props.put("logging.file.name", "");
             try (AgentProcess victim = new AgentProcess(props)) {
                 await("the victim agent joined the group")
-                        .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .atMost(Duration.ofSeconds(90))
+                        .pollInterval(Duration.ofMillis(20))
+                        .pollInSameThread()
                         .until(() -> victim.logContains("partitions assigned"));
                 String reply = StreamingTest.words("from another process", 60);
                 settle.model.respondWith(r -> r.body().contains(s)
-                        ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25)) : ModelDouble.echo(r));
+                        ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(25))
+                        : ModelDouble.echo(r));
                 settle.post(s, "deliver me " + s);
                 assertStreamedExactlyOnceAcrossAReconnect(settle, s, reply);
                 await("the victim's POST is on the wire")
-                        .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                        .atMost(Duration.ofSeconds(60))
+                        .pollInterval(Duration.ofMillis(20))
+                        .pollInSameThread()
                         .until(() -> settle.allDeliveries(s).size() == 1);
                 victim.kill();
                 assertFalse(victim.alive());
@@ -82,10 +87,14 @@ class WebhookKillTest {
 
             ConfigurableApplicationContext survivor = settle.startAgent();
             await("re-sent by the survivor and acknowledged")
-                    .atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(90))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> settle.webhooks(s).size() == 1);
             await("recorded DELIVERED")
-                    .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(20))
+                    .pollInSameThread()
                     .until(() -> "DELIVERED".equals(status(settle, id)));
             sleep(Duration.ofSeconds(1)); // nothing else follows
 
@@ -98,9 +107,14 @@ class WebhookKillTest {
             assertEquals(1, settle.webhooks(s).size(), "exactly one acknowledged delivery");
             assertEquals(all.get(0).body(), all.get(1).body(), "the same body");
             assertTrue(WebhookReceiver.verify(SettleSystem.SECRET, all.get(1)));
-            assertEquals(1, settle.jdbc.queryForObject(
-                    "SELECT COUNT(*) FROM webhook_delivery WHERE id = ? AND delivered_at > CAST(? AS DATETIME(6))", Integer.class, id,
-                    claimedUntil), "not re-sent before the dead dispatcher's claim expired");
+            assertEquals(
+                    1,
+                    settle.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM webhook_delivery WHERE id = ? AND delivered_at > CAST(? AS DATETIME(6))",
+                            Integer.class,
+                            id,
+                            claimedUntil),
+                    "not re-sent before the dead dispatcher's claim expired");
 
             Map<String, Object> done = settle.jdbc.queryForMap(
                     "SELECT status, attempts, last_status FROM webhook_delivery WHERE id = ?", id);
@@ -110,7 +124,8 @@ class WebhookKillTest {
             List<Map<String, Object>> attempts = attempts(settle, id);
             assertEquals(2, attempts.size());
             assertNull(attempts.get(0).get("status_code"));
-            assertEquals("abandoned: its dispatcher stopped or lost the claim before recording an outcome",
+            assertEquals(
+                    "abandoned: its dispatcher stopped or lost the claim before recording an outcome",
                     attempts.get(0).get("error"));
             assertEquals(200, ((Number) attempts.get(1).get("status_code")).intValue());
             assertNull(attempts.get(1).get("error"));
@@ -119,14 +134,21 @@ class WebhookKillTest {
     }
 
     /** Reads the session's events until a few deltas, disconnects, reconnects with Last-Event-ID until the reply. */
-    static void assertStreamedExactlyOnceAcrossAReconnect(SettleSystem settle, String s, String reply) throws Exception {
+    static void assertStreamedExactlyOnceAcrossAReconnect(SettleSystem settle, String s, String reply)
+            throws Exception {
         String url = settle.baseUrl() + "/v1/sessions/" + s + "/events";
-        List<SseClient.Event> first = SseClient.read(url, SettleSystem.KEY, null,
+        List<SseClient.Event> first = SseClient.read(
+                url,
+                SettleSystem.KEY,
+                null,
                 e -> e.type().equals("reply.delta") && e.data().get("seq").asInt() >= 5);
         List<SseClient.Event> all = new ArrayList<>(first);
-        all.addAll(SseClient.read(url, SettleSystem.KEY, first.getLast().id(), e -> e.type().equals("reply.created")));
+        all.addAll(SseClient.read(
+                url, SettleSystem.KEY, first.getLast().id(), e -> e.type().equals("reply.created")));
         String deltas = SseClient.deltasExactlyOnce(all);
-        assertEquals(List.of("message.accepted", "turn.started"), all.subList(0, 2).stream().map(SseClient.Event::type).toList());
+        assertEquals(
+                List.of("message.accepted", "turn.started"),
+                all.subList(0, 2).stream().map(SseClient.Event::type).toList());
         assertEquals(reply, deltas);
         assertEquals(reply, all.getLast().data().get("text").asString());
         assertEquals(reply, settle.jdbc.queryForObject("""
@@ -141,7 +163,6 @@ class WebhookKillTest {
     }
 
     static String status(SettleSystem settle, long deliveryId) {
-        return settle.jdbc.queryForObject("SELECT status FROM webhook_delivery WHERE id = ?", String.class,
-                deliveryId);
+        return settle.jdbc.queryForObject("SELECT status FROM webhook_delivery WHERE id = ?", String.class, deliveryId);
     }
 }

@@ -42,19 +42,24 @@ class WebhookReplayTest {
     }
 
     static HttpResponse<String> retry(long id) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + SettleLauncher.port(settle.ingest)
-                        + "/v1/webhooks/deliveries/" + id + "/retry"))
-                .header("Authorization", "Bearer " + SettleSystem.KEY)
-                .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + SettleLauncher.port(settle.ingest)
+                                + "/v1/webhooks/deliveries/" + id + "/retry"))
+                        .header("Authorization", "Bearer " + SettleSystem.KEY)
+                        .POST(HttpRequest.BodyPublishers.noBody())
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     static String status(String sessionId) {
-        JsonNode list = settle.get("/v1/webhooks/deliveries?sessionId=" + sessionId).get("deliveries");
+        JsonNode list =
+                settle.get("/v1/webhooks/deliveries?sessionId=" + sessionId).get("deliveries");
         return list.isEmpty() ? null : list.get(0).get("status").asString();
     }
 
     static JsonNode onlyDelivery(String sessionId) {
-        JsonNode list = settle.get("/v1/webhooks/deliveries?sessionId=" + sessionId).get("deliveries");
+        JsonNode list =
+                settle.get("/v1/webhooks/deliveries?sessionId=" + sessionId).get("deliveries");
         assertEquals(1, list.size(), list.toString());
         return list.get(0);
     }
@@ -65,48 +70,73 @@ class WebhookReplayTest {
         String first = SettleSystem.newSessionId();
         settle.post(first, "replay one " + first);
         await("first dead")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> "failed".equals(status(first)));
         JsonNode dead = onlyDelivery(first);
         assertEquals(410, dead.get("lastStatus").asInt());
         assertEquals(1, settle.receiver.deliveries().size());
-        assertNotNull(settle.jdbc.queryForObject("SELECT disabled_at FROM webhook_endpoint WHERE url = ?",
-                java.sql.Timestamp.class, settle.receiver.url()));
+        assertNotNull(settle.jdbc.queryForObject(
+                "SELECT disabled_at FROM webhook_endpoint WHERE url = ?",
+                java.sql.Timestamp.class,
+                settle.receiver.url()));
 
         String second = SettleSystem.newSessionId();
         settle.post(second, "replay two " + second);
         await("second dead")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> "failed".equals(status(second)));
         JsonNode parked = onlyDelivery(second);
         assertTrue(parked.get("lastError").asString().startsWith("endpoint disabled since "), parked.toString());
         assertEquals(1, settle.receiver.deliveries().size(), "nothing sent to the disabled endpoint");
-        JsonNode failedList = settle.get("/v1/webhooks/deliveries?status=failed").get("deliveries");
-        assertEquals(List.of(parked.get("id").asLong(), dead.get("id").asLong()),
-                List.of(failedList.get(0).get("id").asLong(), failedList.get(1).get("id").asLong()));
-        assertEquals(2, settle.jdbc.queryForObject(
-                "SELECT COUNT(*) FROM session_event WHERE type = 'delivery.exhausted'", Integer.class));
+        JsonNode failedList =
+                settle.get("/v1/webhooks/deliveries?status=failed").get("deliveries");
+        assertEquals(
+                List.of(parked.get("id").asLong(), dead.get("id").asLong()),
+                List.of(
+                        failedList.get(0).get("id").asLong(),
+                        failedList.get(1).get("id").asLong()));
+        assertEquals(
+                2,
+                settle.jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM session_event WHERE type = 'delivery.exhausted'", Integer.class));
         // and a client of the session's event stream reads it
-        List<SseClient.Event> events = assertTimeoutPreemptively(LONG, () -> SseClient.read(
-                settle.baseUrl() + "/v1/sessions/" + first + "/events", SettleSystem.KEY, null,
-                e -> e.type().equals("delivery.exhausted")));
+        List<SseClient.Event> events = assertTimeoutPreemptively(
+                LONG,
+                () -> SseClient.read(
+                        settle.baseUrl() + "/v1/sessions/" + first + "/events",
+                        SettleSystem.KEY,
+                        null,
+                        e -> e.type().equals("delivery.exhausted")));
         SseClient.Event exhausted = events.getLast();
         assertEquals("delivery.exhausted", exhausted.type());
-        assertEquals(1, events.stream().filter(e -> e.type().equals("delivery.exhausted")).count());
+        assertEquals(
+                1,
+                events.stream()
+                        .filter(e -> e.type().equals("delivery.exhausted"))
+                        .count());
         assertTrue(events.stream().anyMatch(e -> e.type().equals("reply.created")), "after the reply it was about");
         assertEquals(dead.get("id").asLong(), exhausted.data().get("deliveryId").asLong());
-        assertEquals(dead.get("webhookId").asString(), exhausted.data().get("webhookId").asString());
+        assertEquals(
+                dead.get("webhookId").asString(),
+                exhausted.data().get("webhookId").asString());
         assertEquals("reply.created", exhausted.data().get("eventType").asString());
         assertEquals(1, exhausted.data().get("attempts").asInt());
         assertEquals(410, exhausted.data().get("lastStatus").asInt());
-        assertEquals(dead.get("lastError").asString(), exhausted.data().get("reason").asString());
+        assertEquals(
+                dead.get("lastError").asString(), exhausted.data().get("reason").asString());
 
         // the receiver is back: the operator retries the first dead letter
         settle.receiver.answerWith(d -> WebhookReceiver.Answer.status(200));
         HttpResponse<String> r = retry(dead.get("id").asLong());
         assertEquals(202, r.statusCode(), r.body());
         await("first delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> "delivered".equals(status(first)));
         List<WebhookReceiver.Delivery> acked = settle.webhooks(first);
         assertEquals(1, acked.size());
@@ -116,19 +146,27 @@ class WebhookReplayTest {
         assertEquals(2, history.size());
         assertEquals(410, history.get(0).get("statusCode").asInt());
         assertEquals(200, history.get(1).get("statusCode").asInt());
-        assertNull(settle.jdbc.queryForObject("SELECT disabled_at FROM webhook_endpoint WHERE url = ?",
-                java.sql.Timestamp.class, settle.receiver.url()), "its 2xx re-enabled the endpoint");
+        assertNull(
+                settle.jdbc.queryForObject(
+                        "SELECT disabled_at FROM webhook_endpoint WHERE url = ?",
+                        java.sql.Timestamp.class,
+                        settle.receiver.url()),
+                "its 2xx re-enabled the endpoint");
 
         assertEquals(202, retry(parked.get("id").asLong()).statusCode());
         await("second delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(second).size() == 1);
         assertEquals(409, retry(parked.get("id").asLong()).statusCode());
 
         String third = SettleSystem.newSessionId();
         settle.post(third, "replay three " + third);
         await("a new reply goes out normally")
-                .atMost(LONG).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(third).size() == 1);
     }
 }

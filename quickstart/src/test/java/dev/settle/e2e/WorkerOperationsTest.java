@@ -48,16 +48,22 @@ class WorkerOperationsTest {
         String s = SettleSystem.newSessionId();
         settle.post(s, "just one");
         await("one webhook delivered")
-                .atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(Duration.ofSeconds(30))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() -> settle.webhooks(s).size() == 1);
 
-        for (ConfigurableApplicationContext worker : new ConfigurableApplicationContext[]{settle.debounce, settle.agent}) {
+        for (ConfigurableApplicationContext worker :
+                new ConfigurableApplicationContext[] {settle.debounce, settle.agent}) {
             String base = "http://127.0.0.1:" + SettleLauncher.port(worker);
-            assertEquals("UP", json(base + "/actuator/health/liveness").get("status").asString());
+            assertEquals(
+                    "UP", json(base + "/actuator/health/liveness").get("status").asString());
             JsonNode readiness = json(base + "/actuator/health/readiness");
             assertEquals("UP", readiness.get("status").asString(), readiness.toString());
-            assertEquals("UP", readiness.get("components").get("db").get("status").asString());
-            assertEquals("UP", readiness.get("components").get("kafka").get("status").asString());
+            assertEquals(
+                    "UP", readiness.get("components").get("db").get("status").asString());
+            assertEquals(
+                    "UP", readiness.get("components").get("kafka").get("status").asString());
         }
 
         String debounce = "http://127.0.0.1:" + SettleLauncher.port(settle.debounce) + "/actuator/prometheus";
@@ -65,16 +71,19 @@ class WorkerOperationsTest {
         // an earlier test's wake-up for the same session pk may answer this session before its window ends
         // (harmless: one reply all the same). The window's timer still fires, once.
         await("the window fire counted")
-                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
-                .until(() ->
-                        sample(get(debounce), "settle_debounce_fires_total", "cause=\"window\"") == 1.0);
+                .atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
+                .until(() -> sample(get(debounce), "settle_debounce_fires_total", "cause=\"window\"") == 1.0);
         settle.awaitQuiescent(Duration.ofSeconds(30)); // no timer armed, no event unconsumed: no fire can follow
         assertEquals(1.0, sample(get(debounce), "settle_debounce_fires_total", "cause=\"window\""));
 
         String agent = "http://127.0.0.1:" + SettleLauncher.port(settle.agent) + "/actuator/prometheus";
         // the webhook's counter moves just after the receiver saw it
         await("the attempt recorded")
-                .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).pollInSameThread()
+                .atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(20))
+                .pollInSameThread()
                 .until(() ->
                         sample(get(agent), "settle_webhook_attempts_seconds_count", "outcome=\"delivered\"") == 1.0);
         String metrics = get(agent);
@@ -90,7 +99,10 @@ class WorkerOperationsTest {
 
     static String get(String url) {
         try {
-            HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+            HttpResponse<String> r = HTTP.send(
+                    HttpRequest.newBuilder(URI.create(url))
+                            .timeout(Duration.ofSeconds(10))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode(), url + ": " + r.body());
             return r.body();
@@ -101,7 +113,8 @@ class WorkerOperationsTest {
 
     /** The value of the one sample of {@code name} whose labels contain {@code label}; -1 when there is none. */
     static double sample(String exposition, String name, String label) {
-        Matcher m = Pattern.compile("(?m)^" + name + "(\\{[^}]*})? ([0-9.eE+-]+)$").matcher(exposition);
+        Matcher m =
+                Pattern.compile("(?m)^" + name + "(\\{[^}]*})? ([0-9.eE+-]+)$").matcher(exposition);
         double found = -1;
         while (m.find()) {
             String labels = m.group(1) == null ? "" : m.group(1);

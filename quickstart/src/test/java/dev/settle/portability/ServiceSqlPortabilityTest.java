@@ -25,19 +25,31 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * all three services), and each statement of the Liquibase changelog.
  */
 class ServiceSqlPortabilityTest {
-    private static final Pattern SQL = Pattern.compile("^\\s*(?:SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|CREATE|ALTER|DROP)\\s");
-    private static final List<String> PACKAGES = List.of("dev/settle/schema", "dev/settle/contracts", "dev/settle/boot",
-            "dev/settle/ingest", "dev/settle/debounce", "dev/settle/agent");
+    private static final Pattern SQL =
+            Pattern.compile("^\\s*(?:SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|CREATE|ALTER|DROP)\\s");
+    private static final List<String> PACKAGES = List.of(
+            "dev/settle/schema",
+            "dev/settle/contracts",
+            "dev/settle/boot",
+            "dev/settle/ingest",
+            "dev/settle/debounce",
+            "dev/settle/agent");
 
     @Test
     void every_statement_of_the_services_is_portable() throws Exception {
         Map<String, String> statements = collect();
         // the collector itself must see the statements it is meant to check
         assertTrue(statements.size() >= 90, "only " + statements.size() + " statements found: " + statements.keySet());
-        for (String known : List.of("dev.settle.agent.webhook.DeliveryQueue.CLAIM", "dev.settle.agent.webhook.WebhookEndpoints.DISABLE",
-                "dev.settle.ingest.tenancy.Tenants.UPDATE[name]", "dev.settle.debounce.TimerFirer.LOCK_DUE",
-                "dev.settle.schema.SessionEvents.RESERVE_FENCED", "dev.settle.agent.lease.SessionLease.CLAIM",
-                "dev.settle.debounce.DebounceTimers.ARM", "dev.settle.ingest.views.SessionViews.SESSION", "changelog#1")) {
+        for (String known : List.of(
+                "dev.settle.agent.webhook.DeliveryQueue.CLAIM",
+                "dev.settle.agent.webhook.WebhookEndpoints.DISABLE",
+                "dev.settle.ingest.tenancy.Tenants.UPDATE[name]",
+                "dev.settle.debounce.TimerFirer.LOCK_DUE",
+                "dev.settle.schema.SessionEvents.RESERVE_FENCED",
+                "dev.settle.agent.lease.SessionLease.CLAIM",
+                "dev.settle.debounce.DebounceTimers.ARM",
+                "dev.settle.ingest.views.SessionViews.SESSION",
+                "changelog#1")) {
             assertTrue(statements.containsKey(known), known + " not collected");
         }
         Map<String, List<SqlPortability.Finding>> bad = new LinkedHashMap<>();
@@ -49,7 +61,8 @@ class ServiceSqlPortabilityTest {
         });
         System.out.println("ServiceSqlPortabilityTest checked " + statements.size() + " statements");
         StringBuilder report = new StringBuilder();
-        bad.forEach((where, findings) -> report.append('\n').append(where).append(": ").append(findings));
+        bad.forEach((where, findings) ->
+                report.append('\n').append(where).append(": ").append(findings));
         assertEquals(Map.of(), bad, "statements that are not portable to MySQL 8.4 / MariaDB:" + report);
     }
 
@@ -61,7 +74,9 @@ class ServiceSqlPortabilityTest {
         for (String pkg : PACKAGES) {
             for (Resource r : resolver.getResources("classpath*:" + pkg + "/**/*.class")) {
                 String url = r.getURL().toString();
-                String name = url.substring(url.lastIndexOf(pkg)).replace(".class", "").replace('/', '.');
+                String name = url.substring(url.lastIndexOf(pkg))
+                        .replace(".class", "")
+                        .replace('/', '.');
                 Class<?> type;
                 try {
                     type = Class.forName(name, true, loader);
@@ -105,7 +120,8 @@ class ServiceSqlPortabilityTest {
     /** The Liquibase formatted-SQL changelog split as Liquibase does: on ';' at the end of a statement. */
     static List<String> changelogStatements() throws IOException {
         String text;
-        try (InputStream in = ServiceSqlPortabilityTest.class.getClassLoader().getResourceAsStream("db/settle-changelog.sql")) {
+        try (InputStream in =
+                ServiceSqlPortabilityTest.class.getClassLoader().getResourceAsStream("db/settle-changelog.sql")) {
             assertTrue(in != null, "db/settle-changelog.sql is not on the classpath");
             text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }

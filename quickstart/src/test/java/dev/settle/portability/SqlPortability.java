@@ -35,21 +35,66 @@ final class SqlPortability {
      * answers with "FUNCTION does not exist". Each was run on the local MariaDB 10.11.
      */
     static final List<String> MARIADB_ONLY_FUNCTIONS = List.of(
-            "JSON_DETAILED", "JSON_LOOSE", "JSON_COMPACT", "JSON_EXISTS", "JSON_QUERY", "JSON_NORMALIZE", "JSON_EQUALS",
-            "JSON_ARRAY_INTERSECT", "JSON_OBJECT_FILTER_KEYS", "JSON_OBJECT_TO_ARRAY",
-            "COLUMN_CREATE", "COLUMN_GET", "COLUMN_ADD", "COLUMN_DELETE", "COLUMN_EXISTS", "COLUMN_LIST", "COLUMN_CHECK",
-            "COLUMN_JSON", "DECODE_HISTOGRAM", "NEXTVAL", "LASTVAL", "SETVAL", "NATURAL_SORT_KEY", "SFORMAT", "TO_CHAR",
-            "ADD_MONTHS", "CHR", "LENGTHB", "SYS_GUID", "NVL", "NVL2", "DECODE", "DECODE_ORACLE", "ENCODE", "ENCRYPT",
-            "DES_ENCRYPT", "DES_DECRYPT", "PASSWORD", "KDF", "WSREP_LAST_SEEN_GTID", "WSREP_LAST_WRITTEN_GTID",
+            "JSON_DETAILED",
+            "JSON_LOOSE",
+            "JSON_COMPACT",
+            "JSON_EXISTS",
+            "JSON_QUERY",
+            "JSON_NORMALIZE",
+            "JSON_EQUALS",
+            "JSON_ARRAY_INTERSECT",
+            "JSON_OBJECT_FILTER_KEYS",
+            "JSON_OBJECT_TO_ARRAY",
+            "COLUMN_CREATE",
+            "COLUMN_GET",
+            "COLUMN_ADD",
+            "COLUMN_DELETE",
+            "COLUMN_EXISTS",
+            "COLUMN_LIST",
+            "COLUMN_CHECK",
+            "COLUMN_JSON",
+            "DECODE_HISTOGRAM",
+            "NEXTVAL",
+            "LASTVAL",
+            "SETVAL",
+            "NATURAL_SORT_KEY",
+            "SFORMAT",
+            "TO_CHAR",
+            "ADD_MONTHS",
+            "CHR",
+            "LENGTHB",
+            "SYS_GUID",
+            "NVL",
+            "NVL2",
+            "DECODE",
+            "DECODE_ORACLE",
+            "ENCODE",
+            "ENCRYPT",
+            "DES_ENCRYPT",
+            "DES_DECRYPT",
+            "PASSWORD",
+            "KDF",
+            "WSREP_LAST_SEEN_GTID",
+            "WSREP_LAST_WRITTEN_GTID",
             "WSREP_SYNC_WAIT_UPTO_GTID");
 
     static final List<String> MYSQL_ONLY_FUNCTIONS = List.of(
-            "UUID_TO_BIN", "BIN_TO_UUID", "IS_UUID", "ANY_VALUE", "STATEMENT_DIGEST", "STATEMENT_DIGEST_TEXT",
-            "REGEXP_LIKE", "JSON_SCHEMA_VALID", "JSON_SCHEMA_VALIDATION_REPORT", "JSON_STORAGE_SIZE",
-            "JSON_STORAGE_FREE", "GROUPING", "ICU_VERSION", "ROLES_GRAPHML");
+            "UUID_TO_BIN",
+            "BIN_TO_UUID",
+            "IS_UUID",
+            "ANY_VALUE",
+            "STATEMENT_DIGEST",
+            "STATEMENT_DIGEST_TEXT",
+            "REGEXP_LIKE",
+            "JSON_SCHEMA_VALID",
+            "JSON_SCHEMA_VALIDATION_REPORT",
+            "JSON_STORAGE_SIZE",
+            "JSON_STORAGE_FREE",
+            "GROUPING",
+            "ICU_VERSION",
+            "ROLES_GRAPHML");
 
-    private SqlPortability() {
-    }
+    private SqlPortability() {}
 
     static List<Finding> check(String sql) {
         String s = normalize(sql);
@@ -57,25 +102,51 @@ final class SqlPortability {
         List<Finding> findings = new ArrayList<>();
         subqueryOnTarget(s, depth, findings);
         upsert(s, findings);
-        find(s, "\\bRETURNING\\b", "RETURNING", "RETURNING exists only in MariaDB (INSERT/DELETE/REPLACE ... RETURNING)", findings);
-        find(s, "\\b(?:NEXT|PREVIOUS)\\s+VALUE\\s+FOR\\b|\\b(?:CREATE|ALTER|DROP)\\s+SEQUENCE\\b", "SEQUENCE",
-                "sequences exist only in MariaDB", findings);
+        find(
+                s,
+                "\\bRETURNING\\b",
+                "RETURNING",
+                "RETURNING exists only in MariaDB (INSERT/DELETE/REPLACE ... RETURNING)",
+                findings);
+        find(
+                s,
+                "\\b(?:NEXT|PREVIOUS)\\s+VALUE\\s+FOR\\b|\\b(?:CREATE|ALTER|DROP)\\s+SEQUENCE\\b",
+                "SEQUENCE",
+                "sequences exist only in MariaDB",
+                findings);
         for (String f : MARIADB_ONLY_FUNCTIONS) {
-            find(s, "(?<![.\\w])" + f + "\\s*\\(", "MARIADB_ONLY_FUNCTION", f + "() does not exist in MySQL 8.4", findings);
+            find(
+                    s,
+                    "(?<![.\\w])" + f + "\\s*\\(",
+                    "MARIADB_ONLY_FUNCTION",
+                    f + "() does not exist in MySQL 8.4",
+                    findings);
         }
         for (String f : MYSQL_ONLY_FUNCTIONS) {
             find(s, "(?<![.\\w])" + f + "\\s*\\(", "MYSQL_ONLY_FUNCTION", f + "() does not exist in MariaDB", findings);
         }
-        find(s, "\\b(?:ADD|DROP|MODIFY|CHANGE)\\s+(?:COLUMN\\s+|INDEX\\s+|KEY\\s+|CONSTRAINT\\s+)?IF\\s+(?:NOT\\s+)?EXISTS\\b"
+        find(
+                s,
+                "\\b(?:ADD|DROP|MODIFY|CHANGE)\\s+(?:COLUMN\\s+|INDEX\\s+|KEY\\s+|CONSTRAINT\\s+)?IF\\s+(?:NOT\\s+)?EXISTS\\b"
                         + "|\\bCREATE\\s+(?:UNIQUE\\s+)?INDEX\\s+IF\\s+NOT\\s+EXISTS\\b|\\bCREATE\\s+OR\\s+REPLACE\\s+TABLE\\b"
                         + "|\\bSYSTEM\\s+VERSIONING\\b|\\bFOR\\s+SYSTEM_TIME\\b",
-                "MARIADB_ONLY_DDL", "IF [NOT] EXISTS on columns/indexes, CREATE OR REPLACE TABLE and system versioning "
-                        + "are MariaDB only", findings);
-        find(s, "\\bFOR\\s+(?:UPDATE|SHARE)\\s+WAIT\\s+\\d|\\bLOCK\\s+IN\\s+SHARE\\s+MODE\\s+WAIT\\s+\\d|\\bROWS\\s+EXAMINED\\b"
+                "MARIADB_ONLY_DDL",
+                "IF [NOT] EXISTS on columns/indexes, CREATE OR REPLACE TABLE and system versioning "
+                        + "are MariaDB only",
+                findings);
+        find(
+                s,
+                "\\bFOR\\s+(?:UPDATE|SHARE)\\s+WAIT\\s+\\d|\\bLOCK\\s+IN\\s+SHARE\\s+MODE\\s+WAIT\\s+\\d|\\bROWS\\s+EXAMINED\\b"
                         + "|\\bFETCH\\s+(?:FIRST|NEXT)\\s+\\S+\\s+ROWS?\\b|\\bOFFSET\\s+\\S+\\s+ROWS\\b",
-                "MARIADB_ONLY_CLAUSE", "WAIT n, LIMIT ROWS EXAMINED and OFFSET/FETCH are MariaDB only", findings);
-        find(s, "\\bFOR\\s+(?:UPDATE|SHARE)\\b[^()]*\\bLIMIT\\b", "LOCKING_CLAUSE_POSITION",
-                "FOR UPDATE / FOR SHARE [SKIP LOCKED | NOWAIT] goes after ORDER BY and LIMIT", findings);
+                "MARIADB_ONLY_CLAUSE",
+                "WAIT n, LIMIT ROWS EXAMINED and OFFSET/FETCH are MariaDB only",
+                findings);
+        find(
+                s,
+                "\\bFOR\\s+(?:UPDATE|SHARE)\\b[^()]*\\bLIMIT\\b",
+                "LOCKING_CLAUSE_POSITION",
+                "FOR UPDATE / FOR SHARE [SKIP LOCKED | NOWAIT] goes after ORDER BY and LIMIT",
+                findings);
         limitInInSubquery(s, depth, findings);
         multiTableOrderLimit(s, depth, findings);
         return findings;
@@ -88,7 +159,10 @@ final class SqlPortability {
         int n = sql.length();
         while (i < n) {
             char c = sql.charAt(i);
-            if (c == '-' && i + 1 < n && sql.charAt(i + 1) == '-' && (i + 2 >= n || Character.isWhitespace(sql.charAt(i + 2)))) {
+            if (c == '-'
+                    && i + 1 < n
+                    && sql.charAt(i + 1) == '-'
+                    && (i + 2 >= n || Character.isWhitespace(sql.charAt(i + 2)))) {
                 while (i < n && sql.charAt(i) != '\n') {
                     i++;
                 }
@@ -152,7 +226,8 @@ final class SqlPortability {
     }
 
     private static final Pattern UPDATE_HEAD = Pattern.compile("^UPDATE\\s+(?:LOW_PRIORITY\\s+)?(?:IGNORE\\s+)?");
-    private static final Pattern DELETE_HEAD = Pattern.compile("^DELETE\\s+(?:LOW_PRIORITY\\s+)?(?:QUICK\\s+)?(?:IGNORE\\s+)?");
+    private static final Pattern DELETE_HEAD =
+            Pattern.compile("^DELETE\\s+(?:LOW_PRIORITY\\s+)?(?:QUICK\\s+)?(?:IGNORE\\s+)?");
     private static final Pattern INSERT_HEAD = Pattern.compile(
             "^(?:INSERT|REPLACE)\\s+(?:LOW_PRIORITY\\s+|DELAYED\\s+|HIGH_PRIORITY\\s+)?(?:IGNORE\\s+)?(?:INTO\\s+)?(\\w+)");
     private static final Pattern TABLE_REF = Pattern.compile("(?:^|\\bJOIN\\s+|,\\s*)(\\w+)");
@@ -181,16 +256,19 @@ final class SqlPortability {
             return;
         }
         for (String table : targets) {
-            Matcher ref = Pattern.compile("(?:\\bFROM|\\bJOIN|,)\\s+" + Pattern.quote(table) + "\\b(?!\\s*\\.)").matcher(s);
+            Matcher ref = Pattern.compile("(?:\\bFROM|\\bJOIN|,)\\s+" + Pattern.quote(table) + "\\b(?!\\s*\\.)")
+                    .matcher(s);
             while (ref.find()) {
                 if (depth[ref.start()] == 0) {
                     continue;
                 }
                 if (!insideMaterializedDerivedTable(s, depth, ref.start())) {
-                    findings.add(new Finding("SUBQUERY_ON_TARGET", "the statement modifies " + table
-                            + " and reads it in a subquery (MySQL error 1093); read it through a derived table that "
-                            + "cannot be merged, (SELECT MIN(...) ... FROM " + table + " ...) AS x (at \""
-                            + excerpt(s, ref.start()) + "\")"));
+                    findings.add(new Finding(
+                            "SUBQUERY_ON_TARGET",
+                            "the statement modifies " + table
+                                    + " and reads it in a subquery (MySQL error 1093); read it through a derived table that "
+                                    + "cannot be merged, (SELECT MIN(...) ... FROM " + table + " ...) AS x (at \""
+                                    + excerpt(s, ref.start()) + "\")"));
                     return;
                 }
             }
@@ -266,20 +344,26 @@ final class SqlPortability {
         }
         Matcher values = Pattern.compile("(?<![.\\w])VALUES\\s*\\(").matcher(s);
         if (values.find(odku)) {
-            findings.add(new Finding("VALUES_IN_UPSERT", "VALUES(col) in ON DUPLICATE KEY UPDATE is deprecated since "
-                    + "MySQL 8.0.20; bind the value again (at \"" + excerpt(s, values.start()) + "\")"));
+            findings.add(new Finding(
+                    "VALUES_IN_UPSERT",
+                    "VALUES(col) in ON DUPLICATE KEY UPDATE is deprecated since "
+                            + "MySQL 8.0.20; bind the value again (at \"" + excerpt(s, values.start()) + "\")"));
         }
-        Matcher rowAlias = Pattern.compile("\\)\\s+AS\\s+\\w+(?:\\s*\\([^()]*\\))?\\s+ON DUPLICATE KEY UPDATE").matcher(s);
+        Matcher rowAlias = Pattern.compile("\\)\\s+AS\\s+\\w+(?:\\s*\\([^()]*\\))?\\s+ON DUPLICATE KEY UPDATE")
+                .matcher(s);
         if (rowAlias.find()) {
-            findings.add(new Finding("UPSERT_ROW_ALIAS", "INSERT ... VALUES (...) AS alias ON DUPLICATE KEY UPDATE is "
-                    + "MySQL only; bind the value again (at \"" + excerpt(s, rowAlias.start()) + "\")"));
+            findings.add(new Finding(
+                    "UPSERT_ROW_ALIAS",
+                    "INSERT ... VALUES (...) AS alias ON DUPLICATE KEY UPDATE is "
+                            + "MySQL only; bind the value again (at \"" + excerpt(s, rowAlias.start()) + "\")"));
         }
     }
 
     /** Both refuse LIMIT in a subquery of IN/ALL/ANY/SOME (MySQL error 1235, MariaDB the same). */
     private static void limitInInSubquery(String s, int[] depth, List<Finding> findings) {
         // "UNION ALL (SELECT ...)" is a set operation, not an ALL subquery
-        Matcher m = Pattern.compile("\\b(?:IN|ANY|SOME|(?<!UNION )ALL)\\s*\\(\\s*SELECT\\b").matcher(s);
+        Matcher m = Pattern.compile("\\b(?:IN|ANY|SOME|(?<!UNION )ALL)\\s*\\(\\s*SELECT\\b")
+                .matcher(s);
         while (m.find()) {
             int open = s.indexOf('(', m.start());
             int level = depth[open] + 1;
@@ -291,8 +375,10 @@ final class SqlPortability {
                 }
             }
             if (ownLevelMatches(s, depth, open + 1, close, level, Pattern.compile("\\bLIMIT\\b"))) {
-                findings.add(new Finding("LIMIT_IN_IN_SUBQUERY", "LIMIT inside an IN/ALL/ANY/SOME subquery (error "
-                        + "1235); wrap it in a derived table (at \"" + excerpt(s, m.start()) + "\")"));
+                findings.add(new Finding(
+                        "LIMIT_IN_IN_SUBQUERY",
+                        "LIMIT inside an IN/ALL/ANY/SOME subquery (error " + "1235); wrap it in a derived table (at \""
+                                + excerpt(s, m.start()) + "\")"));
                 return;
             }
         }
@@ -307,9 +393,14 @@ final class SqlPortability {
         }
         int end = firstTopLevel(s, depth, 0, " WHERE ");
         String head = s.substring(0, end);
-        boolean multi = head.contains(" JOIN ") || (delete && Pattern.compile("^DELETE\\s+\\w+(?:\\s*,\\s*\\w+)*\\s+FROM\\b")
-                .matcher(head).find()) || (update && topLevel(head, depth, ",", 0) >= 0 && topLevel(head, depth, ",", 0)
-                < Math.max(0, topLevel(s, depth, " SET ", 0)));
+        boolean multi = head.contains(" JOIN ")
+                || (delete
+                        && Pattern.compile("^DELETE\\s+\\w+(?:\\s*,\\s*\\w+)*\\s+FROM\\b")
+                                .matcher(head)
+                                .find())
+                || (update
+                        && topLevel(head, depth, ",", 0) >= 0
+                        && topLevel(head, depth, ",", 0) < Math.max(0, topLevel(s, depth, " SET ", 0)));
         if (multi && (topLevel(s, depth, " ORDER BY ", end) >= 0 || topLevel(s, depth, " LIMIT ", end) >= 0)) {
             findings.add(new Finding("MULTI_TABLE_ORDER_LIMIT", "ORDER BY / LIMIT in a multi-table UPDATE or DELETE"));
         }

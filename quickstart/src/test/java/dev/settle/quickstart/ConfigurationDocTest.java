@@ -1,8 +1,8 @@
 package dev.settle.quickstart;
 
+import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
-import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -31,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the cell must not start with one.
  */
 class ConfigurationDocTest {
-    static final Path DOC = Path.of("..", "docs", "CONFIGURATION.md").toAbsolutePath().normalize();
+    static final Path DOC =
+            Path.of("..", "docs", "CONFIGURATION.md").toAbsolutePath().normalize();
     static final List<String> SERVICES = List.of("ingest-api", "debounce-worker", "agent-worker");
     /**
      * Modules whose settings more than one service binds: the schema module's debounce timing
@@ -39,7 +40,9 @@ class ConfigurationDocTest {
      */
     static final Map<String, List<String>> SHARED = Map.of("schema", List.of("debounce-worker", "agent-worker"));
     /** {@code | `settle.x` | `SETTLE_X` | type | default | meaning |} */
-    static final Pattern ROW = Pattern.compile("^\\|\\s*`(settle\\.[^`]+)`\\s*\\|\\s*`([^`]+)`\\s*\\|([^|]*)\\|(.*)\\|(.*)\\|\\s*$");
+    static final Pattern ROW =
+            Pattern.compile("^\\|\\s*`(settle\\.[^`]+)`\\s*\\|\\s*`([^`]+)`\\s*\\|([^|]*)\\|(.*)\\|(.*)\\|\\s*$");
+
     static final Pattern LEADING_VALUE = Pattern.compile("^`([^`]*)`");
     static final Map<String, String> TYPES = Map.of(
             "java.lang.String", "string",
@@ -50,11 +53,9 @@ class ConfigurationDocTest {
             "java.time.Duration", "duration",
             "java.util.List<java.time.Duration>", "list of durations");
 
-    record Setting(String name, String type, String defaultValue) {
-    }
+    record Setting(String name, String type, String defaultValue) {}
 
-    record Row(String environment, String type, String defaultCell) {
-    }
+    record Row(String environment, String type, String defaultCell) {}
 
     @Test
     void every_setting_of_every_service_is_documented_with_its_environment_name_type_and_default() throws IOException {
@@ -72,27 +73,34 @@ class ConfigurationDocTest {
                     return;
                 }
                 String environment = environmentName(setting.name());
-                if (!environment.equals(row.environment()) && !legacyEnvironmentName(setting.name()).equals(row.environment())) {
-                    problems.add(service + ": " + setting.name() + " is " + environment + " in the environment, not " + row.environment());
+                if (!environment.equals(row.environment())
+                        && !legacyEnvironmentName(setting.name()).equals(row.environment())) {
+                    problems.add(service + ": " + setting.name() + " is " + environment + " in the environment, not "
+                            + row.environment());
                 }
                 String type = TYPES.get(setting.type());
                 if (type == null) {
-                    problems.add(service + ": " + setting.name() + " has type " + setting.type() + ", unknown to this test");
+                    problems.add(
+                            service + ": " + setting.name() + " has type " + setting.type() + ", unknown to this test");
                 } else if (!type.equals(row.type())) {
                     problems.add(service + ": " + setting.name() + " is a " + type + ", documented as " + row.type());
                 }
                 Matcher value = LEADING_VALUE.matcher(row.defaultCell());
                 if (setting.defaultValue() == null && value.find()) {
-                    problems.add(service + ": " + setting.name() + " has no default in the code, documented as `" + value.group(1) + "`");
-                } else if (setting.defaultValue() != null && !(value.find() && value.group(1).equals(setting.defaultValue()))) {
+                    problems.add(service + ": " + setting.name() + " has no default in the code, documented as `"
+                            + value.group(1) + "`");
+                } else if (setting.defaultValue() != null
+                        && !(value.find() && value.group(1).equals(setting.defaultValue()))) {
                     problems.add(service + ": " + setting.name() + " defaults to `" + setting.defaultValue()
                             + "` in the code, documented as " + row.defaultCell());
                 }
             });
-            rows.keySet().stream().filter(name -> !settings.containsKey(name))
+            rows.keySet().stream()
+                    .filter(name -> !settings.containsKey(name))
                     .forEach(name -> problems.add(service + ": documents " + name + ", which it does not bind"));
         });
-        doc.keySet().stream().filter(section -> !metadata.containsKey(section))
+        doc.keySet().stream()
+                .filter(section -> !metadata.containsKey(section))
                 .forEach(section -> problems.add("section " + section + " documents settings of no service"));
         assertTrue(problems.isEmpty(), DOC + ":\n" + String.join("\n", problems));
     }
@@ -113,9 +121,13 @@ class ConfigurationDocTest {
                 "|---|---|---|---|---|",
                 "| `settle.debounce.window` | `SETTLE_DEBOUNCE_WINDOW` | duration | `2s` | quiet time |",
                 "| `settle.sweeper.grace` | `SETTLE_SWEEPER_GRACE` | duration | unset | grace |"));
-        assertEquals(Map.of("debounce-worker", Map.of(
-                "settle.debounce.window", new Row("SETTLE_DEBOUNCE_WINDOW", "duration", "`2s`"),
-                "settle.sweeper.grace", new Row("SETTLE_SWEEPER_GRACE", "duration", "unset"))), doc);
+        assertEquals(
+                Map.of(
+                        "debounce-worker",
+                        Map.of(
+                                "settle.debounce.window", new Row("SETTLE_DEBOUNCE_WINDOW", "duration", "`2s`"),
+                                "settle.sweeper.grace", new Row("SETTLE_SWEEPER_GRACE", "duration", "unset"))),
+                doc);
     }
 
     /** Spring Boot's relaxed binding: capitals, dots as underscores, dashes dropped. */
@@ -139,8 +151,13 @@ class ConfigurationDocTest {
             }
             Matcher row = ROW.matcher(line);
             if (row.matches()) {
-                Row previous = sections.computeIfAbsent(section, s -> new TreeMap<>()).put(row.group(1),
-                        new Row(row.group(2), row.group(3).trim(), row.group(4).trim()));
+                Row previous = sections.computeIfAbsent(section, s -> new TreeMap<>())
+                        .put(
+                                row.group(1),
+                                new Row(
+                                        row.group(2),
+                                        row.group(3).trim(),
+                                        row.group(4).trim()));
                 assertEquals(null, previous, section + ": " + row.group(1) + " is documented twice");
             }
         }
@@ -151,7 +168,8 @@ class ConfigurationDocTest {
     static Map<String, Map<String, Setting>> metadata() throws IOException {
         Map<String, Map<String, Setting>> services = new TreeMap<>((a, b) -> SERVICES.indexOf(a) - SERVICES.indexOf(b));
         JsonMapper json = JsonMapper.builder().build();
-        for (URL url : Collections.list(ConfigurationDocTest.class.getClassLoader()
+        for (URL url : Collections.list(ConfigurationDocTest.class
+                .getClassLoader()
                 .getResources("META-INF/spring-configuration-metadata.json"))) {
             JsonNode root;
             try (InputStream in = url.openStream()) {
@@ -161,7 +179,12 @@ class ConfigurationDocTest {
             for (JsonNode property : root.path("properties")) {
                 String name = property.path("name").asString();
                 if (name.startsWith("settle.")) {
-                    settings.put(name, new Setting(name, property.path("type").asString(), defaultValue(property.get("defaultValue"))));
+                    settings.put(
+                            name,
+                            new Setting(
+                                    name,
+                                    property.path("type").asString(),
+                                    defaultValue(property.get("defaultValue"))));
                 }
             }
             if (settings.isEmpty()) {
@@ -170,12 +193,13 @@ class ConfigurationDocTest {
             // the module's target/classes in the reactor, or its jar settle-<service>-<version>.jar
             List<String> modules = java.util.stream.Stream.concat(SERVICES.stream(), SHARED.keySet().stream())
                     .filter(m -> url.toString().contains("/" + m + "/target/classes/")
-                            || url.toString().contains("/settle-" + m + "-")).toList();
+                            || url.toString().contains("/settle-" + m + "-"))
+                    .toList();
             assertEquals(1, modules.size(), "which module's metadata is " + url);
             for (String service : SHARED.getOrDefault(modules.get(0), List.of(modules.get(0)))) {
                 Map<String, Setting> bound = services.computeIfAbsent(service, k -> new TreeMap<>());
-                settings.forEach((name, setting) -> assertEquals(null, bound.put(name, setting),
-                        "two metadata files of " + service + " declare " + name));
+                settings.forEach((name, setting) -> assertEquals(
+                        null, bound.put(name, setting), "two metadata files of " + service + " declare " + name));
             }
         }
         return services;

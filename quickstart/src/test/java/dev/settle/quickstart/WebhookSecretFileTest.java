@@ -39,7 +39,8 @@ class WebhookSecretFileTest {
         try (var files = Files.list(dataDir)) {
             assertEquals(1, files.count(), "no temporary file left behind");
         }
-        assertFalse(WebhookSecretFile.loadOrCreate(tmp.resolve("other")).value().equals(first.value()),
+        assertFalse(
+                WebhookSecretFile.loadOrCreate(tmp.resolve("other")).value().equals(first.value()),
                 "another data directory, another secret");
     }
 

@@ -21,8 +21,7 @@ import java.time.format.DateTimeFormatter;
 public final class DbTime {
     private static final DateTimeFormatter TEXT = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS");
 
-    private DbTime() {
-    }
+    private DbTime() {}
 
     public static Instant instant(ResultSet rs, String column) throws SQLException {
         LocalDateTime value = rs.getObject(column, LocalDateTime.class);

@@ -16,7 +16,9 @@ import java.time.Duration;
  * @param maxwait bound on the wait, counted from the oldest unanswered message (fire_at never passes it)
  */
 @ConfigurationProperties("settle.debounce")
-public record DebounceTiming(@DefaultValue("1500ms") Duration window, @DefaultValue("10s") Duration maxwait) {
+public record DebounceTiming(
+        @DefaultValue("1500ms") Duration window,
+        @DefaultValue("10s") Duration maxwait) {
 
     public DebounceTiming {
         requirePositive("settle.debounce.window", window);

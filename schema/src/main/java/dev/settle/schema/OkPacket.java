@@ -13,12 +13,10 @@ import java.sql.SQLException;
  * same connection.
  */
 public final class OkPacket {
-    private OkPacket() {
-    }
+    private OkPacket() {}
 
     /** A reservation: rows the UPDATE matched, and the LAST_INSERT_ID it set (0 when not known). */
-    public record Reserved(int rows, long lastInsertId) {
-    }
+    public record Reserved(int rows, long lastInsertId) {}
 
     /** Runs {@code sql} (an UPDATE setting LAST_INSERT_ID(expr)) with {@code args} on the caller's connection. */
     public static Reserved update(JdbcTemplate jdbc, String sql, Object... args) {

@@ -6,6 +6,5 @@ import java.util.Set;
 public final class Policies {
     public static final Set<String> ALL = Set.of("merge", "enqueue", "reject");
 
-    private Policies() {
-    }
+    private Policies() {}
 }

@@ -42,8 +42,7 @@ public final class SessionEvents {
         }
     }
 
-    private SessionEvents() {
-    }
+    private SessionEvents() {}
 
     /** @return false when {@code leaseToken} is given and is no longer the live lease (nothing appended) */
     public static boolean append(JdbcTemplate jdbc, long sessionId, String leaseToken, List<Event> events) {
@@ -59,7 +58,8 @@ public final class SessionEvents {
         if (reserved.rows() == 0) {
             return false;
         }
-        long top = reserved.lastInsertId() > 0 ? reserved.lastInsertId()
+        long top = reserved.lastInsertId() > 0
+                ? reserved.lastInsertId()
                 : jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
         insert(jdbc, sessionId, top - events.size() + 1, events);
         return true;
@@ -80,7 +80,8 @@ public final class SessionEvents {
     private static void insert(JdbcTemplate jdbc, long sessionId, long first, List<Event> events) {
         if (events.size() == 1) {
             Event e = events.getFirst();
-            jdbc.update(INSERT, sessionId, first, e.type(), e.turnId(), e.chunkSeq(), JSON.writeValueAsString(e.data()));
+            jdbc.update(
+                    INSERT, sessionId, first, e.type(), e.turnId(), e.chunkSeq(), JSON.writeValueAsString(e.data()));
             return;
         }
         jdbc.batchUpdate(INSERT, new BatchPreparedStatementSetter() {

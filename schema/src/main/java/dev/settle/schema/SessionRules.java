@@ -16,8 +16,7 @@ package dev.settle.schema;
  * statement.
  */
 public final class SessionRules {
-    private SessionRules() {
-    }
+    private SessionRules() {}
 
     // ---- the lease ---------------------------------------------------------------------------------------------
 

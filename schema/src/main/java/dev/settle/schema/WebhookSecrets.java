@@ -14,10 +14,10 @@ public final class WebhookSecrets {
     public static final int MAX_BYTES = 64;
     /** What a generated secret holds. */
     static final int GENERATED_BYTES = 32;
+
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    private WebhookSecrets() {
-    }
+    private WebhookSecrets() {}
 
     /** @return a new secret of 32 random bytes */
     public static String generate() {

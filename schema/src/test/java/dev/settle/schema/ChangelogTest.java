@@ -45,11 +45,28 @@ class ChangelogTest {
             entry("8-api-key", "9:01cfa5d7cd09e95c390f48cee6cc6ab6"),
             entry("9-message-created-index", "9:bd9c941bb1ec5fff1c08bdbdfd30dcad"));
 
-    static final List<String> ORDER = List.of("1-chat-session", "1-chat-message", "1-chat-turn", "1-debounce-timer", "1-webhook-delivery", "1-webhook-attempt", "3-tool-execution", "3-ledger-entry", "4-session-burst", "4-session-events-and-policy", "5-webhook-delivery-endpoint", "5-webhook-delivery-replay", "5-webhook-endpoint", "8-tenant", "8-api-key", "9-message-created-index");
+    static final List<String> ORDER = List.of(
+            "1-chat-session",
+            "1-chat-message",
+            "1-chat-turn",
+            "1-debounce-timer",
+            "1-webhook-delivery",
+            "1-webhook-attempt",
+            "3-tool-execution",
+            "3-ledger-entry",
+            "4-session-burst",
+            "4-session-events-and-policy",
+            "5-webhook-delivery-endpoint",
+            "5-webhook-delivery-replay",
+            "5-webhook-endpoint",
+            "8-tenant",
+            "8-api-key",
+            "9-message-created-index");
 
     static List<ChangeSet> changeSets() throws Exception {
         ClassLoaderResourceAccessor resources = new ClassLoaderResourceAccessor();
-        DatabaseChangeLog log = ChangeLogParserFactory.getInstance().getParser(CHANGELOG, resources)
+        DatabaseChangeLog log = ChangeLogParserFactory.getInstance()
+                .getParser(CHANGELOG, resources)
                 .parse(CHANGELOG, new ChangeLogParameters(), resources);
         return log.getChangeSets();
     }
@@ -59,8 +76,11 @@ class ChangelogTest {
         Map<String, String> found = new LinkedHashMap<>();
         for (ChangeSet changeSet : changeSets()) {
             assertThat(changeSet.getAuthor()).isEqualTo("settle");
-            assertThat(found.put(changeSet.getId(), changeSet.generateCheckSum(ChecksumVersion.V9).toString()))
-                    .as("changeset id %s is unique", changeSet.getId()).isNull();
+            assertThat(found.put(
+                            changeSet.getId(),
+                            changeSet.generateCheckSum(ChecksumVersion.V9).toString()))
+                    .as("changeset id %s is unique", changeSet.getId())
+                    .isNull();
         }
         assertThat(found).isEqualTo(APPLIED);
     }
@@ -69,15 +89,18 @@ class ChangelogTest {
     void changesets_are_in_the_order_of_their_numbers() throws Exception {
         List<String> ids = changeSets().stream().map(ChangeSet::getId).toList();
         assertThat(ids).isEqualTo(ORDER);
-        List<Integer> numbers = ids.stream().map(id -> Integer.parseInt(id.substring(0, id.indexOf('-')))).toList();
+        List<Integer> numbers = ids.stream()
+                .map(id -> Integer.parseInt(id.substring(0, id.indexOf('-'))))
+                .toList();
         assertThat(numbers).isSorted();
     }
 
     @Test
     void a_new_database_applies_every_changeset_once_in_file_order() {
         try (HikariDataSource ds = Store.migrated("changelog")) {
-            assertThat(new JdbcTemplate(ds).queryForList(
-                    "SELECT id FROM DATABASECHANGELOG ORDER BY ORDEREXECUTED", String.class)).isEqualTo(ORDER);
+            assertThat(new JdbcTemplate(ds)
+                            .queryForList("SELECT id FROM DATABASECHANGELOG ORDER BY ORDEREXECUTED", String.class))
+                    .isEqualTo(ORDER);
         }
     }
 }

@@ -46,33 +46,48 @@ class DbTimeBindingTest {
     @Test
     void a_bound_time_is_stored_to_the_microsecond_and_read_back_as_the_same_instant() {
         long id = insertTimer(AT);
-        Instant read = jdbc.queryForObject("SELECT fire_at FROM debounce_timer WHERE session_id = ?",
-                (rs, i) -> DbTime.instant(rs, "fire_at"), id);
+        Instant read = jdbc.queryForObject(
+                "SELECT fire_at FROM debounce_timer WHERE session_id = ?",
+                (rs, i) -> DbTime.instant(rs, "fire_at"),
+                id);
         assertThat(read).isEqualTo(AT);
-        assertThat(jdbc.queryForObject("SELECT CAST(fire_at AS CHAR) FROM debounce_timer WHERE session_id = ?",
-                String.class, id)).isEqualTo("2026-11-29 21:33:47.123456");
+        assertThat(jdbc.queryForObject(
+                        "SELECT CAST(fire_at AS CHAR) FROM debounce_timer WHERE session_id = ?", String.class, id))
+                .isEqualTo("2026-11-29 21:33:47.123456");
     }
 
     @Test
     void an_equality_guard_on_a_bound_time_matches_the_stored_row_exactly() {
         long id = insertTimer(AT);
-        assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND fire_at = ?",
-                Long.class, id, DbTime.utc(AT))).isEqualTo(1);
-        assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND fire_at = ?",
-                Long.class, id, DbTime.utc(AT.plusNanos(1000)))).isZero();
+        assertThat(jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND fire_at = ?",
+                        Long.class,
+                        id,
+                        DbTime.utc(AT)))
+                .isEqualTo(1);
+        assertThat(jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND fire_at = ?",
+                        Long.class,
+                        id,
+                        DbTime.utc(AT.plusNanos(1000))))
+                .isZero();
         // a value read back (UTC wall time) binds back to the same row
-        LocalDateTime wall = jdbc.queryForObject("SELECT fire_at FROM debounce_timer WHERE session_id = ?",
-                LocalDateTime.class, id);
-        assertThat(jdbc.update("DELETE FROM debounce_timer WHERE session_id = ? AND fire_at = ?", id, DbTime.text(wall)))
+        LocalDateTime wall =
+                jdbc.queryForObject("SELECT fire_at FROM debounce_timer WHERE session_id = ?", LocalDateTime.class, id);
+        assertThat(jdbc.update(
+                        "DELETE FROM debounce_timer WHERE session_id = ? AND fire_at = ?", id, DbTime.text(wall)))
                 .isEqualTo(1);
     }
 
     @Test
     void a_null_time_reads_as_null() {
         long id = jdbc.queryForObject("SELECT COALESCE(MAX(id), 0) + 1 FROM chat_session", Long.class);
-        jdbc.update("INSERT INTO chat_session (id, external_id, created_at) VALUES (?, ?, UTC_TIMESTAMP(6))", id, "n" + id);
-        Instant read = jdbc.queryForObject("SELECT lease_expires_at FROM chat_session WHERE id = ?",
-                (rs, i) -> DbTime.instant(rs, "lease_expires_at"), id);
+        jdbc.update(
+                "INSERT INTO chat_session (id, external_id, created_at) VALUES (?, ?, UTC_TIMESTAMP(6))", id, "n" + id);
+        Instant read = jdbc.queryForObject(
+                "SELECT lease_expires_at FROM chat_session WHERE id = ?",
+                (rs, i) -> DbTime.instant(rs, "lease_expires_at"),
+                id);
         assertThat(read).isNull();
     }
 

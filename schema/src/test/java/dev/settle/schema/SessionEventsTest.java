@@ -39,17 +39,25 @@ class SessionEventsTest {
     void events_get_consecutive_seqs_after_the_session_s_last() {
         long session = session("tok", "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR");
         jdbc.update("UPDATE chat_session SET event_seq = 5 WHERE id = ?", session);
-        Boolean two = tx.execute(status -> SessionEvents.append(jdbc, session, null, List.of(
-                SessionEvents.Event.of("a", null, Map.of("n", 1)), SessionEvents.Event.of("b", 7L, Map.of()))));
-        Boolean fenced = tx.execute(status -> SessionEvents.append(jdbc, session, "tok",
-                SessionEvents.Event.of("c", 7L, Map.of())));
+        Boolean two = tx.execute(status -> SessionEvents.append(
+                jdbc,
+                session,
+                null,
+                List.of(SessionEvents.Event.of("a", null, Map.of("n", 1)), SessionEvents.Event.of("b", 7L, Map.of()))));
+        Boolean fenced = tx.execute(
+                status -> SessionEvents.append(jdbc, session, "tok", SessionEvents.Event.of("c", 7L, Map.of())));
         assertThat(two).isTrue();
         assertThat(fenced).isTrue();
-        assertThat(jdbc.queryForList("SELECT CONCAT(seq, type) FROM session_event WHERE session_id = ? ORDER BY seq",
-                String.class, session)).containsExactly("6a", "7b", "8c");
-        assertThat(jdbc.queryForObject("SELECT event_seq FROM chat_session WHERE id = ?", Long.class, session)).isEqualTo(8);
-        assertThat(jdbc.queryForObject("SELECT data FROM session_event WHERE session_id = ? AND seq = 6", String.class,
-                session)).isEqualTo("{\"n\":1}");
+        assertThat(jdbc.queryForList(
+                        "SELECT CONCAT(seq, type) FROM session_event WHERE session_id = ? ORDER BY seq",
+                        String.class,
+                        session))
+                .containsExactly("6a", "7b", "8c");
+        assertThat(jdbc.queryForObject("SELECT event_seq FROM chat_session WHERE id = ?", Long.class, session))
+                .isEqualTo(8);
+        assertThat(jdbc.queryForObject(
+                        "SELECT data FROM session_event WHERE session_id = ? AND seq = 6", String.class, session))
+                .isEqualTo("{\"n\":1}");
     }
 
     @Test
@@ -58,28 +66,36 @@ class SessionEventsTest {
         long someoneElses = session("other", "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR");
         long released = session(null, "NULL");
         for (long session : new long[] {expired, someoneElses, released}) {
-            Boolean appended = tx.execute(status -> SessionEvents.append(jdbc, session, "tok",
-                    SessionEvents.Event.of("x", null, Map.of())));
+            Boolean appended = tx.execute(
+                    status -> SessionEvents.append(jdbc, session, "tok", SessionEvents.Event.of("x", null, Map.of())));
             assertThat(appended).isFalse();
-            assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM session_event WHERE session_id = ?", Long.class, session))
+            assertThat(jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM session_event WHERE session_id = ?", Long.class, session))
                     .isZero();
-            assertThat(jdbc.queryForObject("SELECT event_seq FROM chat_session WHERE id = ?", Long.class, session)).isZero();
+            assertThat(jdbc.queryForObject("SELECT event_seq FROM chat_session WHERE id = ?", Long.class, session))
+                    .isZero();
         }
     }
 
     @Test
     void appending_outside_a_transaction_is_refused() {
         long session = session(null, "NULL");
-        assertThatIllegalStateException().isThrownBy(() -> SessionEvents.append(jdbc, session, null,
-                SessionEvents.Event.of("x", null, Map.of())));
-        assertThatIllegalStateException().isThrownBy(() -> SessionEvents.insertReserved(jdbc, session, 1,
-                SessionEvents.Event.of("x", null, Map.of())));
+        assertThatIllegalStateException()
+                .isThrownBy(
+                        () -> SessionEvents.append(jdbc, session, null, SessionEvents.Event.of("x", null, Map.of())));
+        assertThatIllegalStateException()
+                .isThrownBy(() ->
+                        SessionEvents.insertReserved(jdbc, session, 1, SessionEvents.Event.of("x", null, Map.of())));
     }
 
     private static long session(String token, String expiresSql) {
         long id = jdbc.queryForObject("SELECT COALESCE(MAX(id), 0) + 1 FROM chat_session", Long.class);
-        jdbc.update("INSERT INTO chat_session (id, external_id, lease_token, lease_expires_at, created_at) VALUES (?, ?, ?, "
-                + expiresSql + ", UTC_TIMESTAMP(6))", id, "events-" + id, token);
+        jdbc.update(
+                "INSERT INTO chat_session (id, external_id, lease_token, lease_expires_at, created_at) VALUES (?, ?, ?, "
+                        + expiresSql + ", UTC_TIMESTAMP(6))",
+                id,
+                "events-" + id,
+                token);
         return id;
     }
 }

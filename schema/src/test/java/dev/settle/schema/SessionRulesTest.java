@@ -23,6 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class SessionRulesTest {
     /** The frozen database time: UTC_TIMESTAMP(6) of every statement. */
     private static final Instant NOW = Instant.parse("2030-01-01T12:00:00.500000Z");
+
     private static final Duration MICRO = Duration.of(1, ChronoUnit.MICROS);
 
     private static HikariDataSource dataSource;
@@ -32,7 +33,8 @@ class SessionRulesTest {
     static void open() {
         dataSource = Store.migrated("rules");
         jdbc = new JdbcTemplate(dataSource);
-        jdbc.update("INSERT INTO tenant (id, name, default_policy, created_at) VALUES ('enq', 'enq', 'enqueue', UTC_TIMESTAMP(6))");
+        jdbc.update(
+                "INSERT INTO tenant (id, name, default_policy, created_at) VALUES ('enq', 'enq', 'enqueue', UTC_TIMESTAMP(6))");
     }
 
     @AfterAll
@@ -77,7 +79,8 @@ class SessionRulesTest {
 
     @Test
     void at_every_instant_exactly_one_of_the_holder_and_a_claimer_may_write() {
-        for (Instant expires : new Instant[] {NOW.minusSeconds(1), NOW.minus(MICRO), NOW, NOW.plus(MICRO), NOW.plusSeconds(1)}) {
+        for (Instant expires :
+                new Instant[] {NOW.minusSeconds(1), NOW.minus(MICRO), NOW, NOW.plus(MICRO), NOW.plusSeconds(1)}) {
             Lease l = lease(leased("a", expires), "a");
             assertThat(l.ours() ^ l.free()).as("expires " + expires).isTrue();
             assertThat(l.live()).isEqualTo(!l.free());
@@ -123,9 +126,13 @@ class SessionRulesTest {
         // both equal: that instant
         assertThat(fireAt(NOW, NOW.minusMillis(8500), timing)).isEqualTo(NOW.plusMillis(1500));
         // microseconds survive
-        assertThat(fireAt(NOW.plus(MICRO), NOW.minusSeconds(1), timing)).isEqualTo(NOW.plusMillis(1500).plus(MICRO));
-        assertThat(jdbc.queryForObject("SELECT " + SessionRules.timerDeadline("CAST(? AS DATETIME(6))", "?"),
-                LocalDateTime.class, DbTime.utc(NOW), timing.maxwaitMicros()))
+        assertThat(fireAt(NOW.plus(MICRO), NOW.minusSeconds(1), timing))
+                .isEqualTo(NOW.plusMillis(1500).plus(MICRO));
+        assertThat(jdbc.queryForObject(
+                        "SELECT " + SessionRules.timerDeadline("CAST(? AS DATETIME(6))", "?"),
+                        LocalDateTime.class,
+                        DbTime.utc(NOW),
+                        timing.maxwaitMicros()))
                 .isEqualTo(LocalDateTime.ofInstant(NOW.plusSeconds(10), ZoneOffset.UTC));
     }
 
@@ -135,12 +142,15 @@ class SessionRulesTest {
         long s = jdbc.queryForObject("SELECT COALESCE(MAX(id), 0) + 1 FROM chat_session", Long.class);
         jdbc.update("""
                 INSERT INTO chat_session (id, tenant_id, external_id, version, oldest_unanswered_at, last_message_at, created_at)
-                VALUES (?, 'default', ?, 2, ?, ?, UTC_TIMESTAMP(6))""",
-                s, "timer-" + s, DbTime.utc(NOW.minusSeconds(2)), DbTime.utc(NOW));
-        LocalDateTime fire = jdbc.queryForObject("SELECT "
+                VALUES (?, 'default', ?, 2, ?, ?, UTC_TIMESTAMP(6))""", s, "timer-" + s, DbTime.utc(NOW.minusSeconds(2)), DbTime.utc(NOW));
+        LocalDateTime fire = jdbc.queryForObject(
+                "SELECT "
                         + SessionRules.timerFireAt("s.last_message_at", "s.oldest_unanswered_at", "?", "?")
                         + " FROM chat_session s WHERE s.id = ?",
-                LocalDateTime.class, timing.windowMicros(), timing.maxwaitMicros(), s);
+                LocalDateTime.class,
+                timing.windowMicros(),
+                timing.maxwaitMicros(),
+                s);
         assertThat(fire).isEqualTo(LocalDateTime.ofInstant(NOW.plusSeconds(1), ZoneOffset.UTC));
     }
 
@@ -154,16 +164,15 @@ class SessionRulesTest {
                     .isThrownBy(() -> new DebounceTiming(Duration.ofSeconds(1), bad))
                     .withMessageContaining("settle.debounce.maxwait");
         }
-        assertThat(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)).windowMicros()).isEqualTo(1_500_000);
+        assertThat(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)).windowMicros())
+                .isEqualTo(1_500_000);
     }
 
     // ---- helpers -----------------------------------------------------------------------------------------------
 
-    record Lease(boolean live, boolean free, boolean expired, boolean ours) {
-    }
+    record Lease(boolean live, boolean free, boolean expired, boolean ours) {}
 
-    record Work(boolean unanswered, boolean hasWork, boolean failedAtVersion) {
-    }
+    record Work(boolean unanswered, boolean hasWork, boolean failedAtVersion) {}
 
     private static long nextId() {
         return jdbc.queryForObject("SELECT COALESCE(MAX(id), 0) + 1 FROM chat_session", Long.class);
@@ -173,8 +182,7 @@ class SessionRulesTest {
         long id = nextId();
         jdbc.update("""
                 INSERT INTO chat_session (id, tenant_id, external_id, lease_token, lease_expires_at, created_at)
-                VALUES (?, 'default', ?, ?, ?, UTC_TIMESTAMP(6))""",
-                id, "lease-" + id, token, DbTime.utc(expires));
+                VALUES (?, 'default', ?, ?, ?, UTC_TIMESTAMP(6))""", id, "lease-" + id, token, DbTime.utc(expires));
         return id;
     }
 
@@ -190,16 +198,22 @@ class SessionRulesTest {
     private static boolean holds(String rule, long session, Object... before) {
         Object[] args = Arrays.copyOf(before, before.length + 1);
         args[before.length] = session;
-        Boolean value = jdbc.queryForObject("SELECT " + rule + " FROM chat_session s WHERE s.id = ?", Boolean.class, args);
-        Long where = jdbc.queryForObject("SELECT COUNT(*) FROM chat_session s WHERE " + rule + " AND s.id = ?", Long.class, args);
-        assertThat(where == 1).as("%s in a WHERE clause agrees with its value %s", rule, value)
+        Boolean value =
+                jdbc.queryForObject("SELECT " + rule + " FROM chat_session s WHERE s.id = ?", Boolean.class, args);
+        Long where = jdbc.queryForObject(
+                "SELECT COUNT(*) FROM chat_session s WHERE " + rule + " AND s.id = ?", Long.class, args);
+        assertThat(where == 1)
+                .as("%s in a WHERE clause agrees with its value %s", rule, value)
                 .isEqualTo(Boolean.TRUE.equals(value));
         return Boolean.TRUE.equals(value);
     }
 
     private static Lease lease(long session, String token) {
-        return new Lease(holds(SessionRules.LEASE_LIVE, session), holds(SessionRules.LEASE_FREE, session),
-                holds(SessionRules.LEASE_EXPIRED, session), holds(SessionRules.LEASE_OURS, session, token));
+        return new Lease(
+                holds(SessionRules.LEASE_LIVE, session),
+                holds(SessionRules.LEASE_FREE, session),
+                holds(SessionRules.LEASE_EXPIRED, session),
+                holds(SessionRules.LEASE_OURS, session, token));
     }
 
     private static Work work(long version, long replied, long failed) {
@@ -207,19 +221,28 @@ class SessionRulesTest {
         jdbc.update("""
                 INSERT INTO chat_session (id, tenant_id, external_id, version, replied_version, failed_version, created_at)
                 VALUES (?, 'default', ?, ?, ?, ?, UTC_TIMESTAMP(6))""", id, "work-" + id, version, replied, failed);
-        return new Work(holds(SessionRules.UNANSWERED, id), holds(SessionRules.HAS_WORK, id),
+        return new Work(
+                holds(SessionRules.UNANSWERED, id),
+                holds(SessionRules.HAS_WORK, id),
                 holds(SessionRules.FAILED_AT_VERSION, id));
     }
 
     private static String policy(long session, String deploymentDefault) {
-        return jdbc.queryForObject("SELECT " + SessionRules.EFFECTIVE_POLICY + " FROM chat_session s WHERE s.id = ?",
-                String.class, deploymentDefault, session);
+        return jdbc.queryForObject(
+                "SELECT " + SessionRules.EFFECTIVE_POLICY + " FROM chat_session s WHERE s.id = ?",
+                String.class,
+                deploymentDefault,
+                session);
     }
 
     private static Instant fireAt(Instant last, Instant oldest, DebounceTiming timing) {
-        LocalDateTime at = jdbc.queryForObject("SELECT "
-                        + SessionRules.timerFireAt("CAST(? AS DATETIME(6))", "CAST(? AS DATETIME(6))", "?", "?"),
-                LocalDateTime.class, DbTime.utc(last), timing.windowMicros(), DbTime.utc(oldest), timing.maxwaitMicros());
+        LocalDateTime at = jdbc.queryForObject(
+                "SELECT " + SessionRules.timerFireAt("CAST(? AS DATETIME(6))", "CAST(? AS DATETIME(6))", "?", "?"),
+                LocalDateTime.class,
+                DbTime.utc(last),
+                timing.windowMicros(),
+                DbTime.utc(oldest),
+                timing.maxwaitMicros());
         return at.toInstant(ZoneOffset.UTC);
     }
 }

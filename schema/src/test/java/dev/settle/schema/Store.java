@@ -7,8 +7,7 @@ import org.springframework.core.io.DefaultResourceLoader;
 
 /** A fresh database with the changelog applied, for tests of the store contract alone (no application context). */
 final class Store {
-    private Store() {
-    }
+    private Store() {}
 
     /**
      * One connection (so a test may freeze the session's clock with {@code SET timestamp}), on a new database with

@@ -12,7 +12,11 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 
 /** Writes one scripted {@link ModelResponse} to one exchange: as a JSON completion, an error, or an SSE stream. */
 final class CompletionWriter {
-    enum Outcome { COMPLETED, CLIENT_GONE, ABORTED }
+    enum Outcome {
+        COMPLETED,
+        CLIENT_GONE,
+        ABORTED
+    }
 
     /** The double's clock: pauses end early (returning false) when the double closes. */
     interface Timing {
@@ -21,8 +25,7 @@ final class CompletionWriter {
         void awaitHangRelease();
     }
 
-    private CompletionWriter() {
-    }
+    private CompletionWriter() {}
 
     static Outcome write(HttpExchange ex, ModelRequest req, ModelResponse resp, Timing timing) {
         if (!timing.pause(resp.delay)) {
@@ -34,8 +37,8 @@ final class CompletionWriter {
                     timing.awaitHangRelease();
                     sendJson(ex, 503, OpenAiJson.error(503, "model double released a hanging request"), null);
                 }
-                case ERROR -> sendJson(ex, resp.status, OpenAiJson.error(resp.status, resp.errorMessage),
-                        resp.retryAfter);
+                case ERROR ->
+                    sendJson(ex, resp.status, OpenAiJson.error(resp.status, resp.errorMessage), resp.retryAfter);
                 default -> {
                     if (req.stream()) {
                         return stream(ex, req, resp, timing);

@@ -3,9 +3,6 @@ package dev.settle.testsupport;
 import dev.settle.embedded.BrokerReadiness;
 import dev.settle.embedded.EmbeddedKafka;
 import dev.settle.embedded.FreePort;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.common.Uuid;
 
 import java.io.IOException;
@@ -65,8 +62,8 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 Files.createDirectories(logDir);
                 logDir = Files.createTempDirectory(logDir, "kafka-broker-");
             }
-            KafkaBrokerProcess broker = new KafkaBrokerProcess(dir, logDir == null ? dir : logDir,
-                    FreePort.find(), FreePort.find());
+            KafkaBrokerProcess broker =
+                    new KafkaBrokerProcess(dir, logDir == null ? dir : logDir, FreePort.find(), FreePort.find());
             broker.format();
             broker.launch();
             broker.awaitReady(READY_TIMEOUT);
@@ -92,8 +89,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 </configuration>
                 """);
         Path log = dir.resolve("format.log");
-        Process p = new ProcessBuilder(command("kafka.tools.StorageTool", "format", "-t", Uuid.randomUuid().toString(),
-                "-c", config.toString())).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        Process p = new ProcessBuilder(command(
+                        "kafka.tools.StorageTool",
+                        "format",
+                        "-t",
+                        Uuid.randomUuid().toString(),
+                        "-c",
+                        config.toString()))
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
         try {
             if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 p.destroyForcibly();
@@ -106,7 +111,8 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     private String serverProperties() {
-        Map<String, String> p = EmbeddedKafka.brokerProperties(port, controllerPort, dir.resolve("data").toString());
+        Map<String, String> p = EmbeddedKafka.brokerProperties(
+                port, controllerPort, dir.resolve("data").toString());
         p.put("broker.session.timeout.ms", "2000");
         p.put("broker.heartbeat.interval.ms", "500");
         StringBuilder sb = new StringBuilder();
@@ -116,11 +122,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
 
     private List<String> command(String main, String... args) {
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC",
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "-Xmx384m",
+                "-XX:+UseSerialGC",
                 // C1 only: a restart on a busy machine is mostly JVM and class-loading time
                 "-XX:TieredStopAtLevel=1",
                 "-Dlogback.configurationFile=" + dir.resolve("logback.xml"),
-                "-cp", System.getProperty("java.class.path"), main));
+                "-cp",
+                System.getProperty("java.class.path"),
+                main));
         command.addAll(List.of(args));
         return command;
     }
@@ -129,17 +140,25 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         Path log = logDir.resolve("broker-" + (logs.size() + 1) + ".log");
         logs.add(log);
         process = new ProcessBuilder(command("kafka.Kafka", config.toString()))
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
     }
 
     /** Waits until the broker answers {@code describeCluster} with itself; fails if the process died. */
     public void awaitReady(Duration timeout) {
-        BrokerReadiness.await(bootstrapServers(), timeout, false, () -> {
-            Process p = process;
-            if (p == null || !p.isAlive()) {
-                throw new IllegalStateException("the Kafka broker process is not running; log: " + currentLog());
-            }
-        }, () -> "; log: " + currentLog());
+        BrokerReadiness.await(
+                bootstrapServers(),
+                timeout,
+                false,
+                () -> {
+                    Process p = process;
+                    if (p == null || !p.isAlive()) {
+                        throw new IllegalStateException(
+                                "the Kafka broker process is not running; log: " + currentLog());
+                    }
+                },
+                () -> "; log: " + currentLog());
     }
 
     /** {@code host:port} of the PLAINTEXT listener; the same across restarts. */

@@ -18,8 +18,7 @@ public final class LocalMariaDb {
     public static final String USER = "root";
     public static final String PASSWORD = "";
 
-    private LocalMariaDb() {
-    }
+    private LocalMariaDb() {}
 
     /** @return why the local server cannot be used, or null when it answers */
     public static String unavailable() {
@@ -49,7 +48,8 @@ public final class LocalMariaDb {
     public static String newDatabase(String prefix) {
         String database = prefix + Long.toString(System.nanoTime(), 36);
         String server = EmbeddedMariaDb.jdbcUrl(HOST, PORT, "");
-        try (Connection c = DriverManager.getConnection(server, USER, PASSWORD); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(server, USER, PASSWORD);
+                Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE `" + database + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci");
         } catch (Exception e) {
             throw new IllegalStateException("cannot create database " + database + " on " + server, e);

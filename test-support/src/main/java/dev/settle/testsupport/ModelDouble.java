@@ -129,8 +129,14 @@ public final class ModelDouble implements AutoCloseable {
     private void answer(HttpExchange ex) throws IOException {
         String body = new String(ex.getRequestBody().readAllBytes(), UTF_8);
         if (!PATH.equals(ex.getRequestURI().getPath()) || !"POST".equals(ex.getRequestMethod())) {
-            CompletionWriter.sendJson(ex, 404, OpenAiJson.error(404, "no such endpoint: "
-                    + ex.getRequestMethod() + " " + ex.getRequestURI().getPath()), null);
+            CompletionWriter.sendJson(
+                    ex,
+                    404,
+                    OpenAiJson.error(
+                            404,
+                            "no such endpoint: " + ex.getRequestMethod() + " "
+                                    + ex.getRequestURI().getPath()),
+                    null);
             return;
         }
         ModelRequest request;

@@ -12,16 +12,21 @@ import java.util.stream.Collectors;
  * stream, the names of the offered tools, the raw JSON body and a 1-based sequence number (per double, since the
  * last {@link ModelDouble#reset()}).
  */
-public record ModelRequest(int sequence, String model, List<Msg> messages, boolean stream, boolean includeUsage,
-                           List<String> toolNames, String body) {
+public record ModelRequest(
+        int sequence,
+        String model,
+        List<Msg> messages,
+        boolean stream,
+        boolean includeUsage,
+        List<String> toolNames,
+        String body) {
 
     /**
      * One message of the conversation. {@code content} is the text (text parts of a multi-part content joined by
      * newlines; null when absent), {@code toolCalls} the assistant's calls (empty if none), {@code toolCallId} set on
      * {@code role = "tool"} results.
      */
-    public record Msg(String role, String content, List<ToolCall> toolCalls, String toolCallId) {
-    }
+    public record Msg(String role, String content, List<ToolCall> toolCalls, String toolCallId) {}
 
     /** The content of the last {@code user} message, or null when there is none. */
     public String lastUserText() {
@@ -57,7 +62,10 @@ public record ModelRequest(int sequence, String model, List<Msg> messages, boole
         JsonNode root = JsonMapper.shared().readTree(body);
         List<Msg> messages = new ArrayList<>();
         for (JsonNode m : root.path("messages")) {
-            messages.add(new Msg(string(m.path("role")), content(m.path("content")), toolCalls(m.path("tool_calls")),
+            messages.add(new Msg(
+                    string(m.path("role")),
+                    content(m.path("content")),
+                    toolCalls(m.path("tool_calls")),
                     string(m.path("tool_call_id"))));
         }
         List<String> toolNames = new ArrayList<>();
@@ -67,10 +75,14 @@ public record ModelRequest(int sequence, String model, List<Msg> messages, boole
                 toolNames.add(name);
             }
         }
-        return new ModelRequest(sequence, string(root.path("model")), List.copyOf(messages),
+        return new ModelRequest(
+                sequence,
+                string(root.path("model")),
+                List.copyOf(messages),
                 root.path("stream").asBoolean(false),
                 root.path("stream_options").path("include_usage").asBoolean(false),
-                List.copyOf(toolNames), body);
+                List.copyOf(toolNames),
+                body);
     }
 
     private static String content(JsonNode content) {
@@ -90,8 +102,8 @@ public record ModelRequest(int sequence, String model, List<Msg> messages, boole
         List<ToolCall> result = new ArrayList<>();
         for (JsonNode call : calls) {
             JsonNode function = call.path("function");
-            result.add(new ToolCall(string(call.path("id")), string(function.path("name")),
-                    string(function.path("arguments"))));
+            result.add(new ToolCall(
+                    string(call.path("id")), string(function.path("name")), string(function.path("arguments"))));
         }
         return List.copyOf(result);
     }

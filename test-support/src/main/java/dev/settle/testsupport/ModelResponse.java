@@ -9,7 +9,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * ({@link #hang()}), plus timing and usage modifiers. Immutable; every modifier returns a copy.
  */
 public final class ModelResponse {
-    enum Kind { TEXT, TOOL_CALLS, ERROR, HANG }
+    enum Kind {
+        TEXT,
+        TOOL_CALLS,
+        ERROR,
+        HANG
+    }
 
     private static final AtomicLong CALL_IDS = new AtomicLong();
 
@@ -135,7 +140,10 @@ public final class ModelResponse {
 
     @Override
     public String toString() {
-        return "ModelResponse[" + kind + (kind == Kind.TEXT ? " " + text : kind == Kind.TOOL_CALLS ? " " + toolCalls
-                : kind == Kind.ERROR ? " " + status : "") + "]";
+        return "ModelResponse[" + kind
+                + (kind == Kind.TEXT
+                        ? " " + text
+                        : kind == Kind.TOOL_CALLS ? " " + toolCalls : kind == Kind.ERROR ? " " + status : "")
+                + "]";
     }
 }

@@ -11,8 +11,7 @@ import java.util.List;
 final class OpenAiJson {
     private static final JsonMapper JSON = JsonMapper.shared();
 
-    private OpenAiJson() {
-    }
+    private OpenAiJson() {}
 
     /** A {@code chat.completion} object. */
     static String completion(ModelRequest req, ModelResponse resp) {
@@ -83,7 +82,10 @@ final class OpenAiJson {
             default -> status >= 500 ? "server_error" : "api_error";
         };
         ObjectNode error = JSON.createObjectNode();
-        error.putObject("error").put("message", message).put("type", type).putNull("param")
+        error.putObject("error")
+                .put("message", message)
+                .put("type", type)
+                .putNull("param")
                 .put("code", status == 429 ? "rate_limit_exceeded" : null);
         return error.toString();
     }
@@ -118,7 +120,9 @@ final class OpenAiJson {
     private static ObjectNode usage(ModelRequest req, ModelResponse resp) {
         int prompt = resp.promptTokens != null ? resp.promptTokens : roughPromptTokens(req);
         int completion = resp.completionTokens != null ? resp.completionTokens : roughCompletionTokens(resp);
-        return JSON.createObjectNode().put("prompt_tokens", prompt).put("completion_tokens", completion)
+        return JSON.createObjectNode()
+                .put("prompt_tokens", prompt)
+                .put("completion_tokens", completion)
                 .put("total_tokens", prompt + completion);
     }
 
@@ -129,7 +133,9 @@ final class OpenAiJson {
 
     private static int roughCompletionTokens(ModelResponse resp) {
         int chars = resp.kind == ModelResponse.Kind.TOOL_CALLS
-                ? resp.toolCalls.stream().mapToInt(c -> length(c.name()) + length(c.argumentsJson())).sum()
+                ? resp.toolCalls.stream()
+                        .mapToInt(c -> length(c.name()) + length(c.argumentsJson()))
+                        .sum()
                 : length(resp.text);
         return (chars + 3) / 4;
     }

@@ -19,13 +19,12 @@ public final class SharedInfra {
     private static volatile EmbeddedKafka kafka;
     private static final String RUN = Long.toString(System.currentTimeMillis() % 1_000_000, 36);
 
-    private SharedInfra() {
-    }
+    private SharedInfra() {}
 
     /** A new empty database on the shared server; returns its JDBC URL. */
     public static String newDatabase(String hint) {
-        String name = ("settle_" + RUN + "_" + DATABASES.incrementAndGet() + "_" + hint)
-                .replaceAll("[^A-Za-z0-9_]", "_");
+        String name =
+                ("settle_" + RUN + "_" + DATABASES.incrementAndGet() + "_" + hint).replaceAll("[^A-Za-z0-9_]", "_");
         if (name.length() > 60) {
             name = name.substring(0, 60);
         }
@@ -38,7 +37,9 @@ public final class SharedInfra {
 
     public static synchronized EmbeddedMariaDb mariaDb() {
         if (mariaDb == null) {
-            Path home = Path.of(System.getProperty("java.io.tmpdir"), "settle-test-mariadb-" + ProcessHandle.current().pid());
+            Path home = Path.of(
+                    System.getProperty("java.io.tmpdir"),
+                    "settle-test-mariadb-" + ProcessHandle.current().pid());
             mariaDb = EmbeddedMariaDb.start(home, 0);
             Runtime.getRuntime().addShutdownHook(new Thread(mariaDb::close, "mariadb-stop"));
         }

@@ -45,16 +45,23 @@ public final class WebhookReceiver implements AutoCloseable {
      * One received request. {@code status} is what the receiver answered ({@link #PENDING}, {@link #SENDER_GONE});
      * {@code json} is null when the body is not JSON; {@code headers} has lower-case names.
      */
-    public record Delivery(String path, String webhookId, String webhookTimestamp, String webhookSignature,
-                           String body, JsonNode json, Map<String, List<String>> headers, int status,
-                           Instant receivedAt) {
+    public record Delivery(
+            String path,
+            String webhookId,
+            String webhookTimestamp,
+            String webhookSignature,
+            String body,
+            JsonNode json,
+            Map<String, List<String>> headers,
+            int status,
+            Instant receivedAt) {
         public boolean acknowledged() {
             return status >= 200 && status < 300;
         }
 
         Delivery withStatus(int newStatus) {
-            return new Delivery(path, webhookId, webhookTimestamp, webhookSignature, body, json, headers, newStatus,
-                    receivedAt);
+            return new Delivery(
+                    path, webhookId, webhookTimestamp, webhookSignature, body, json, headers, newStatus, receivedAt);
         }
     }
 
@@ -99,7 +106,8 @@ public final class WebhookReceiver implements AutoCloseable {
 
     /** Each following request takes the next status; once they are used up, 200. */
     public void answerSequence(int... statuses) {
-        Queue<Integer> queue = new ConcurrentLinkedQueue<>(Arrays.stream(statuses).boxed().toList());
+        Queue<Integer> queue =
+                new ConcurrentLinkedQueue<>(Arrays.stream(statuses).boxed().toList());
         answerWith(d -> {
             Integer next = queue.poll();
             return Answer.status(next == null ? 200 : next);
@@ -133,12 +141,17 @@ public final class WebhookReceiver implements AutoCloseable {
 
     /** Waits until {@code n} deliveries have arrived; fails (ConditionTimeoutException) after {@code timeout}. */
     public void awaitDeliveries(int n, Duration timeout) {
-        await(n + " webhook deliveries").atMost(timeout).pollInterval(POLL).until(() -> deliveries().size() >= n);
+        await(n + " webhook deliveries")
+                .atMost(timeout)
+                .pollInterval(POLL)
+                .until(() -> deliveries().size() >= n);
     }
 
     /** Waits until {@code n} deliveries were answered 2xx; fails after {@code timeout}. */
     public void awaitAcknowledged(int n, Duration timeout) {
-        await(n + " acknowledged webhook deliveries").atMost(timeout).pollInterval(POLL)
+        await(n + " acknowledged webhook deliveries")
+                .atMost(timeout)
+                .pollInterval(POLL)
                 .until(() -> acknowledged().size() >= n);
     }
 
@@ -148,10 +161,13 @@ public final class WebhookReceiver implements AutoCloseable {
             return false;
         }
         try {
-            new Webhook(secret).verify(d.body(), Map.of(
-                    "webhook-id", List.of(d.webhookId()),
-                    "webhook-timestamp", List.of(d.webhookTimestamp()),
-                    "webhook-signature", List.of(d.webhookSignature())));
+            new Webhook(secret)
+                    .verify(
+                            d.body(),
+                            Map.of(
+                                    "webhook-id", List.of(d.webhookId()),
+                                    "webhook-timestamp", List.of(d.webhookTimestamp()),
+                                    "webhook-signature", List.of(d.webhookSignature())));
             return true;
         } catch (Exception e) { // WebhookVerificationException, or a malformed secret
             return false;
@@ -170,10 +186,16 @@ public final class WebhookReceiver implements AutoCloseable {
         String body = new String(ex.getRequestBody().readAllBytes(), UTF_8);
         Map<String, List<String>> headers = new HashMap<>();
         ex.getRequestHeaders().forEach((name, values) -> headers.put(name.toLowerCase(), List.copyOf(values)));
-        Delivery delivery = new Delivery(ex.getRequestURI().getPath(), ex.getRequestHeaders().getFirst("webhook-id"),
+        Delivery delivery = new Delivery(
+                ex.getRequestURI().getPath(),
+                ex.getRequestHeaders().getFirst("webhook-id"),
                 ex.getRequestHeaders().getFirst("webhook-timestamp"),
-                ex.getRequestHeaders().getFirst("webhook-signature"), body, parse(body), Map.copyOf(headers),
-                PENDING, receivedAt);
+                ex.getRequestHeaders().getFirst("webhook-signature"),
+                body,
+                parse(body),
+                Map.copyOf(headers),
+                PENDING,
+                receivedAt);
         int index;
         synchronized (deliveries) {
             index = deliveries.size();

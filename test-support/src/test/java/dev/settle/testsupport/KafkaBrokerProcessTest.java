@@ -26,32 +26,52 @@ class KafkaBrokerProcessTest {
         try (KafkaBrokerProcess broker = KafkaBrokerProcess.start()) {
             String bootstrap = broker.bootstrapServers();
             TopicPartition tp = new TopicPartition("restart-me", 3);
-            try (KafkaProducer<String, String> producer = new KafkaProducer<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                    ProducerConfig.ACKS_CONFIG, "all"), new StringSerializer(), new StringSerializer())) {
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(
+                    Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.ACKS_CONFIG, "all"),
+                    new StringSerializer(),
+                    new StringSerializer())) {
                 for (int i = 0; i < 5; i++) {
-                    producer.send(new ProducerRecord<>(tp.topic(), tp.partition(), "k", "v" + i)).get(30, TimeUnit.SECONDS);
+                    producer.send(new ProducerRecord<>(tp.topic(), tp.partition(), "k", "v" + i))
+                            .get(30, TimeUnit.SECONDS);
                 }
             }
             try (Admin admin = admin(bootstrap)) {
-                admin.alterConsumerGroupOffsets("g", Map.of(tp, new OffsetAndMetadata(4))).all().get(30, TimeUnit.SECONDS);
+                admin.alterConsumerGroupOffsets("g", Map.of(tp, new OffsetAndMetadata(4)))
+                        .all()
+                        .get(30, TimeUnit.SECONDS);
             }
 
             broker.kill();
             assertFalse(broker.alive());
             long started = System.nanoTime();
             broker.restart();
-            System.out.println("restart after SIGKILL answered in " + (System.nanoTime() - started) / 1_000_000 + " ms");
+            System.out.println(
+                    "restart after SIGKILL answered in " + (System.nanoTime() - started) / 1_000_000 + " ms");
             assertTrue(broker.alive());
             assertEquals(bootstrap, broker.bootstrapServers());
 
             try (Admin admin = admin(bootstrap)) {
-                assertEquals(12, admin.describeTopics(Set.of(tp.topic())).allTopicNames().get(30, TimeUnit.SECONDS)
-                        .get(tp.topic()).partitions().size());
-                assertEquals(4, admin.listConsumerGroupOffsets("g").partitionsToOffsetAndMetadata()
-                        .get(30, TimeUnit.SECONDS).get(tp).offset());
-                assertEquals(5, admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest()))
-                        .partitionResult(tp).get(30, TimeUnit.SECONDS).offset());
+                assertEquals(
+                        12,
+                        admin.describeTopics(Set.of(tp.topic()))
+                                .allTopicNames()
+                                .get(30, TimeUnit.SECONDS)
+                                .get(tp.topic())
+                                .partitions()
+                                .size());
+                assertEquals(
+                        4,
+                        admin.listConsumerGroupOffsets("g")
+                                .partitionsToOffsetAndMetadata()
+                                .get(30, TimeUnit.SECONDS)
+                                .get(tp)
+                                .offset());
+                assertEquals(
+                        5,
+                        admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest()))
+                                .partitionResult(tp)
+                                .get(30, TimeUnit.SECONDS)
+                                .offset());
             }
 
             broker.stop();

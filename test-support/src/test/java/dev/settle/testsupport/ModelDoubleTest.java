@@ -42,8 +42,11 @@ class ModelDoubleTest {
     private static final ToolSpecification WEATHER = ToolSpecification.builder()
             .name("get_weather")
             .description("Current weather in a city")
-            .parameters(JsonObjectSchema.builder().addStringProperty("city").addStringProperty("unit")
-                    .required("city").build())
+            .parameters(JsonObjectSchema.builder()
+                    .addStringProperty("city")
+                    .addStringProperty("unit")
+                    .required("city")
+                    .build())
             .build();
     private static final String ARGS = "{\"city\":\"Paris\",\"unit\":\"celsius\"}";
 
@@ -65,13 +68,22 @@ class ModelDoubleTest {
     }
 
     private static OpenAiChatModel chatModel(Duration timeout) {
-        return OpenAiChatModel.builder().baseUrl(model.baseUrl()).apiKey("test-key").modelName("gpt-double")
-                .maxRetries(0).timeout(timeout).build();
+        return OpenAiChatModel.builder()
+                .baseUrl(model.baseUrl())
+                .apiKey("test-key")
+                .modelName("gpt-double")
+                .maxRetries(0)
+                .timeout(timeout)
+                .build();
     }
 
     private static OpenAiStreamingChatModel streamingModel() {
-        return OpenAiStreamingChatModel.builder().baseUrl(model.baseUrl()).apiKey("test-key")
-                .modelName("gpt-double").timeout(Duration.ofSeconds(10)).build();
+        return OpenAiStreamingChatModel.builder()
+                .baseUrl(model.baseUrl())
+                .apiKey("test-key")
+                .modelName("gpt-double")
+                .timeout(Duration.ofSeconds(10))
+                .build();
     }
 
     private static List<Integer> tokens(TokenUsage usage) {
@@ -114,24 +126,38 @@ class ModelDoubleTest {
         OpenAiChatModel chat = chatModel(Duration.ofSeconds(10));
         UserMessage question = UserMessage.from("weather in Paris?");
 
-        ChatResponse first = chat.chat(ChatRequest.builder().messages(question).toolSpecifications(WEATHER).build());
+        ChatResponse first = chat.chat(ChatRequest.builder()
+                .messages(question)
+                .toolSpecifications(WEATHER)
+                .build());
 
         AiMessage ai = first.aiMessage();
-        assertThat(ai.toolExecutionRequests()).containsExactly(
-                ToolExecutionRequest.builder().id("call_7").name("get_weather").arguments(ARGS).build());
+        assertThat(ai.toolExecutionRequests())
+                .containsExactly(ToolExecutionRequest.builder()
+                        .id("call_7")
+                        .name("get_weather")
+                        .arguments(ARGS)
+                        .build());
         assertThat(first.finishReason()).isEqualTo(FinishReason.TOOL_EXECUTION);
         assertThat(model.requests().getFirst().toolNames()).containsExactly("get_weather");
 
-        ChatResponse second = chat.chat(ChatRequest.builder().messages(question, ai,
-                ToolExecutionResultMessage.from("call_7", "get_weather", "18 degrees"), UserMessage.from("thanks"))
-                .toolSpecifications(WEATHER).build());
+        ChatResponse second = chat.chat(ChatRequest.builder()
+                .messages(
+                        question,
+                        ai,
+                        ToolExecutionResultMessage.from("call_7", "get_weather", "18 degrees"),
+                        UserMessage.from("thanks"))
+                .toolSpecifications(WEATHER)
+                .build());
 
         assertThat(second.aiMessage().text()).isEqualTo("echo: thanks");
-        assertThat(model.requests().get(1).messages()).containsExactly(
-                new ModelRequest.Msg("user", "weather in Paris?", List.of(), null),
-                new ModelRequest.Msg("assistant", null, List.of(new ToolCall("call_7", "get_weather", ARGS)), null),
-                new ModelRequest.Msg("tool", "18 degrees", List.of(), "call_7"),
-                new ModelRequest.Msg("user", "thanks", List.of(), null));
+        assertThat(model.requests().get(1).messages())
+                .containsExactly(
+                        new ModelRequest.Msg("user", "weather in Paris?", List.of(), null),
+                        new ModelRequest.Msg(
+                                "assistant", null, List.of(new ToolCall("call_7", "get_weather", ARGS)), null),
+                        new ModelRequest.Msg("tool", "18 degrees", List.of(), "call_7"),
+                        new ModelRequest.Msg("user", "thanks", List.of(), null));
     }
 
     @Test
@@ -184,27 +210,36 @@ class ModelDoubleTest {
         List<PartialToolCall> partials = new CopyOnWriteArrayList<>();
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
 
-        streamingModel().chat(ChatRequest.builder().messages(UserMessage.from("weather?")).toolSpecifications(WEATHER)
-                .build(), new StreamingChatResponseHandler() {
-            @Override
-            public void onPartialToolCall(PartialToolCall partial) {
-                partials.add(partial);
-            }
+        streamingModel()
+                .chat(
+                        ChatRequest.builder()
+                                .messages(UserMessage.from("weather?"))
+                                .toolSpecifications(WEATHER)
+                                .build(),
+                        new StreamingChatResponseHandler() {
+                            @Override
+                            public void onPartialToolCall(PartialToolCall partial) {
+                                partials.add(partial);
+                            }
 
-            @Override
-            public void onCompleteResponse(ChatResponse response) {
-                done.complete(response);
-            }
+                            @Override
+                            public void onCompleteResponse(ChatResponse response) {
+                                done.complete(response);
+                            }
 
-            @Override
-            public void onError(Throwable error) {
-                done.completeExceptionally(error);
-            }
-        });
+                            @Override
+                            public void onError(Throwable error) {
+                                done.completeExceptionally(error);
+                            }
+                        });
         ChatResponse response = done.get(10, TimeUnit.SECONDS);
 
-        assertThat(response.aiMessage().toolExecutionRequests()).containsExactly(
-                ToolExecutionRequest.builder().id("call_9").name("get_weather").arguments(ARGS).build());
+        assertThat(response.aiMessage().toolExecutionRequests())
+                .containsExactly(ToolExecutionRequest.builder()
+                        .id("call_9")
+                        .name("get_weather")
+                        .arguments(ARGS)
+                        .build());
         assertThat(response.finishReason()).isEqualTo(FinishReason.TOOL_EXECUTION);
         assertThat(partials.size()).isGreaterThanOrEqualTo(2);
         assertThat(partials.stream().map(PartialToolCall::partialArguments).reduce("", String::concat))
@@ -224,12 +259,10 @@ class ModelDoubleTest {
             }
 
             @Override
-            public void onCompleteResponse(ChatResponse response) {
-            }
+            public void onCompleteResponse(ChatResponse response) {}
 
             @Override
-            public void onError(Throwable error) {
-            }
+            public void onError(Throwable error) {}
         });
 
         assertThat(firstPartial.get(10, TimeUnit.SECONDS)).isEqualTo("x");
@@ -264,10 +297,13 @@ class ModelDoubleTest {
     @Test
     void answersRateLimitsWithRetryAfterAndAnOpenAiErrorBody() throws Exception {
         model.respondWith(r -> ModelResponse.error(429).retryAfter("7"));
-        HttpResponse<String> response = HttpClient.newHttpClient().send(HttpRequest.newBuilder()
-                .uri(URI.create(model.baseUrl() + "/chat/completions"))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"messages\":[]}")).build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder()
+                                .uri(URI.create(model.baseUrl() + "/chat/completions"))
+                                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"messages\":[]}"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
 
         assertThat(response.statusCode()).isEqualTo(429);
         assertThat(response.headers().firstValue("Retry-After")).contains("7");

@@ -19,8 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** Drives {@link WebhookReceiver} with the JDK HTTP client and bodies signed by the standardwebhooks library. */
 class WebhookReceiverTest {
-    private static final String SECRET = "whsec_" + Base64.getEncoder()
-            .encodeToString("0123456789abcdef0123456789abcdef".getBytes());
+    private static final String SECRET =
+            "whsec_" + Base64.getEncoder().encodeToString("0123456789abcdef0123456789abcdef".getBytes());
     private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     private static WebhookReceiver receiver;
@@ -43,12 +43,15 @@ class WebhookReceiverTest {
     private static int post(String id, String body, String signedBody) throws Exception {
         long timestamp = Instant.now().getEpochSecond();
         String signature = new Webhook(SECRET).sign(id, timestamp, signedBody);
-        HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create(receiver.url()))
-                .header("content-type", "application/json")
-                .header("webhook-id", id)
-                .header("webhook-timestamp", Long.toString(timestamp))
-                .header("webhook-signature", signature)
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = HTTP.send(
+                HttpRequest.newBuilder(URI.create(receiver.url()))
+                        .header("content-type", "application/json")
+                        .header("webhook-id", id)
+                        .header("webhook-timestamp", Long.toString(timestamp))
+                        .header("webhook-signature", signature)
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         return response.statusCode();
     }
 
@@ -76,7 +79,8 @@ class WebhookReceiverTest {
     void rejectsATamperedBody() throws Exception {
         assertThat(post("msg_2", "{\"amount\":1000}", "{\"amount\":10}")).isEqualTo(200);
 
-        assertThat(WebhookReceiver.verify(SECRET, receiver.deliveries().getFirst())).isFalse();
+        assertThat(WebhookReceiver.verify(SECRET, receiver.deliveries().getFirst()))
+                .isFalse();
     }
 
     @Test
@@ -84,23 +88,28 @@ class WebhookReceiverTest {
         receiver.answerSequence(500, 500);
         String body = "{\"n\":1}";
 
-        List<Integer> statuses = List.of(post("msg_3", body, body), post("msg_3", body, body),
-                post("msg_3", body, body));
+        List<Integer> statuses =
+                List.of(post("msg_3", body, body), post("msg_3", body, body), post("msg_3", body, body));
 
         assertThat(statuses).containsExactly(500, 500, 200);
-        assertThat(receiver.deliveries()).extracting(WebhookReceiver.Delivery::status).containsExactly(500, 500, 200);
+        assertThat(receiver.deliveries())
+                .extracting(WebhookReceiver.Delivery::status)
+                .containsExactly(500, 500, 200);
         receiver.awaitAcknowledged(1, Duration.ofSeconds(1));
         assertThat(receiver.acknowledged()).hasSize(1);
     }
 
     @Test
     void answersWithScriptedHeadersAndDelay() throws Exception {
-        receiver.answerWith(d -> WebhookReceiver.Answer.status(429).header("Retry-After", "3")
-                .delay(Duration.ofMillis(200)));
+        receiver.answerWith(d ->
+                WebhookReceiver.Answer.status(429).header("Retry-After", "3").delay(Duration.ofMillis(200)));
         long start = System.nanoTime();
 
-        HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create(receiver.url() + "/other"))
-                .POST(HttpRequest.BodyPublishers.ofString("not json")).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = HTTP.send(
+                HttpRequest.newBuilder(URI.create(receiver.url() + "/other"))
+                        .POST(HttpRequest.BodyPublishers.ofString("not json"))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
 
         assertThat(response.statusCode()).isEqualTo(429);
         assertThat(response.headers().firstValue("Retry-After")).contains("3");

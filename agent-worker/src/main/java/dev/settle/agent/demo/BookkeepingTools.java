@@ -1,11 +1,10 @@
 package dev.settle.agent.demo;
 
+import dev.langchain4j.agent.tool.P;
+import dev.langchain4j.agent.tool.Tool;
 import dev.settle.agent.tools.AgentTools;
 import dev.settle.agent.tools.SideEffect;
 import dev.settle.agent.tools.ToolCallContext;
-
-import dev.langchain4j.agent.tool.P;
-import dev.langchain4j.agent.tool.Tool;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import java.math.BigDecimal;
@@ -14,7 +13,8 @@ import java.util.List;
 
 /** The demo's tools: a bookkeeping assistant that books expenses in {@code ledger_entry}. */
 public class BookkeepingTools implements AgentTools {
-    public static final List<String> CATEGORIES = List.of("food", "coffee", "transport", "groceries", "entertainment", "other");
+    public static final List<String> CATEGORIES =
+            List.of("food", "coffee", "transport", "groceries", "entertainment", "other");
     static final BigDecimal MAX_AMOUNT = new BigDecimal("1000000");
 
     public static final String INSERT = """
@@ -34,9 +34,10 @@ public class BookkeepingTools implements AgentTools {
 
     @SideEffect
     @Tool(name = "create_transaction", value = "Books an expense in the user's ledger. Call once per expense.")
-    public String createTransaction(@P("amount spent, a positive number with at most 2 decimals") BigDecimal amount,
-                                    @P("one of the categories from list_categories") String category,
-                                    @P(value = "optional short note", required = false) String note) {
+    public String createTransaction(
+            @P("amount spent, a positive number with at most 2 decimals") BigDecimal amount,
+            @P("one of the categories from list_categories") String category,
+            @P(value = "optional short note", required = false) String note) {
         if (amount == null) {
             throw new IllegalArgumentException("amount is required");
         }

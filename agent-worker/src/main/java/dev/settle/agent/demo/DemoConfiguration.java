@@ -35,8 +35,10 @@ public class DemoConfiguration {
     static final class ReceiptUrlSet implements Condition {
         @Override
         public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
-            return Binder.get(context.getEnvironment()).bind("settle.demo.receipt-url", String.class)
-                    .map(url -> !url.isBlank()).orElse(false);
+            return Binder.get(context.getEnvironment())
+                    .bind("settle.demo.receipt-url", String.class)
+                    .map(url -> !url.isBlank())
+                    .orElse(false);
         }
     }
 
@@ -48,7 +50,9 @@ public class DemoConfiguration {
     @Bean(destroyMethod = "close")
     @Conditional(ReceiptUrlSet.class)
     ReceiptTools receiptTools(DemoSettings settings) {
-        return new ReceiptTools(new ReceiptClient(settings.receiptUrl(), settings.receiptTimeout(),
+        return new ReceiptTools(new ReceiptClient(
+                settings.receiptUrl(),
+                settings.receiptTimeout(),
                 EndpointGuard.system(settings.receiptAllowprivate())));
     }
 

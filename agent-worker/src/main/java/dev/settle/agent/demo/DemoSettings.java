@@ -21,12 +21,15 @@ import java.time.Duration;
  *                            for webhooks
  */
 @ConfigurationProperties("settle.demo")
-public record DemoSettings(@DefaultValue("true") boolean enabled, String receiptUrl,
-                           @DefaultValue("10s") Duration receiptTimeout,
-                           @DefaultValue("false") boolean receiptAllowprivate) {
+public record DemoSettings(
+        @DefaultValue("true") boolean enabled,
+        String receiptUrl,
+        @DefaultValue("10s") Duration receiptTimeout,
+        @DefaultValue("false") boolean receiptAllowprivate) {
     public DemoSettings {
         if (receiptTimeout.isNegative() || receiptTimeout.isZero()) {
-            throw new IllegalStateException("SETTLE_DEMO_RECEIPTTIMEOUT (settle.demo.receipt-timeout) must be positive");
+            throw new IllegalStateException(
+                    "SETTLE_DEMO_RECEIPTTIMEOUT (settle.demo.receipt-timeout) must be positive");
         }
     }
 }

@@ -32,20 +32,33 @@ import java.util.regex.Pattern;
  * earlier pairs ids of its own); once it has made them it answers.
  */
 public class OfflineDemoModel implements ChatModel {
-    private static final Pattern SPENT_ON = Pattern.compile("(\\d+(?:\\.\\d{1,2})?)\\s+(?:on|for)\\s+([\\p{L}]+)", Pattern.CASE_INSENSITIVE);
-    private static final Pattern WORD_AMOUNT = Pattern.compile("([\\p{L}]+)\\s+(\\d+(?:\\.\\d{1,2})?)", Pattern.CASE_INSENSITIVE);
+    private static final Pattern SPENT_ON =
+            Pattern.compile("(\\d+(?:\\.\\d{1,2})?)\\s+(?:on|for)\\s+([\\p{L}]+)", Pattern.CASE_INSENSITIVE);
+    private static final Pattern WORD_AMOUNT =
+            Pattern.compile("([\\p{L}]+)\\s+(\\d+(?:\\.\\d{1,2})?)", Pattern.CASE_INSENSITIVE);
     private static final Map<String, String> CATEGORY = Map.ofEntries(
-            Map.entry("lunch", "food"), Map.entry("dinner", "food"), Map.entry("breakfast", "food"),
-            Map.entry("food", "food"), Map.entry("meal", "food"), Map.entry("noodles", "food"),
-            Map.entry("coffee", "coffee"), Map.entry("tea", "coffee"), Map.entry("latte", "coffee"),
-            Map.entry("taxi", "transport"), Map.entry("bus", "transport"), Map.entry("train", "transport"),
-            Map.entry("metro", "transport"), Map.entry("groceries", "groceries"), Map.entry("supermarket", "groceries"),
-            Map.entry("movie", "entertainment"), Map.entry("cinema", "entertainment"), Map.entry("concert", "entertainment"));
+            Map.entry("lunch", "food"),
+            Map.entry("dinner", "food"),
+            Map.entry("breakfast", "food"),
+            Map.entry("food", "food"),
+            Map.entry("meal", "food"),
+            Map.entry("noodles", "food"),
+            Map.entry("coffee", "coffee"),
+            Map.entry("tea", "coffee"),
+            Map.entry("latte", "coffee"),
+            Map.entry("taxi", "transport"),
+            Map.entry("bus", "transport"),
+            Map.entry("train", "transport"),
+            Map.entry("metro", "transport"),
+            Map.entry("groceries", "groceries"),
+            Map.entry("supermarket", "groceries"),
+            Map.entry("movie", "entertainment"),
+            Map.entry("cinema", "entertainment"),
+            Map.entry("concert", "entertainment"));
 
     static final String CALL_ID = "demo_call_";
 
-    record Expense(BigDecimal amount, String category) {
-    }
+    record Expense(BigDecimal amount, String category) {}
 
     @Override
     public ChatResponse doChat(ChatRequest request) {
@@ -62,7 +75,8 @@ public class OfflineDemoModel implements ChatModel {
             } else if (m instanceof UserMessage user) {
                 burst.add(user.singleText());
             } else if (m instanceof AiMessage ai) {
-                called |= ai.toolExecutionRequests().stream().anyMatch(c -> c.id() != null && c.id().startsWith(CALL_ID));
+                called |=
+                        ai.toolExecutionRequests().stream().anyMatch(c -> c.id() != null && c.id().startsWith(CALL_ID));
             } else if (m instanceof ToolExecutionResultMessage result) {
                 results.add(result.text());
                 if (called) {
@@ -72,26 +86,32 @@ public class OfflineDemoModel implements ChatModel {
         }
         List<Expense> wanted = new ArrayList<>();
         burst.forEach(text -> wanted.addAll(expenses(text)));
-        boolean toolsOffered = request.toolSpecifications() != null && !request.toolSpecifications().isEmpty();
+        boolean toolsOffered = request.toolSpecifications() != null
+                && !request.toolSpecifications().isEmpty();
         AiMessage answer;
         if (toolsOffered && !called && !wanted.isEmpty()) {
             List<ToolExecutionRequest> calls = new ArrayList<>();
             for (Expense e : wanted) {
-                calls.add(ToolExecutionRequest.builder().id(CALL_ID + (calls.size() + 1))
+                calls.add(ToolExecutionRequest.builder()
+                        .id(CALL_ID + (calls.size() + 1))
                         .name("create_transaction")
-                        .arguments("{\"amount\": " + e.amount().toPlainString() + ", \"category\": \"" + e.category() + "\"}")
+                        .arguments("{\"amount\": " + e.amount().toPlainString() + ", \"category\": \"" + e.category()
+                                + "\"}")
                         .build());
             }
             answer = AiMessage.from(calls);
         } else if (!results.isEmpty()) {
-            answer = AiMessage.from("(offline demo model) Done: " + String.join("; ", ownResults.isEmpty() ? results : ownResults) + ".");
+            answer = AiMessage.from("(offline demo model) Done: "
+                    + String.join("; ", ownResults.isEmpty() ? results : ownResults) + ".");
         } else if (burst.size() == 1) {
             answer = AiMessage.from("(offline demo model) You said: \"" + burst.getFirst() + "\".");
         } else {
             answer = AiMessage.from("(offline demo model) You sent " + burst.size() + " messages, answered together: \""
                     + String.join("\" + \"", burst) + "\".");
         }
-        int promptTokens = request.messages().stream().mapToInt(m -> m.toString().length() / 4).sum();
+        int promptTokens = request.messages().stream()
+                .mapToInt(m -> m.toString().length() / 4)
+                .sum();
         return ChatResponse.builder()
                 .aiMessage(answer)
                 .tokenUsage(new TokenUsage(promptTokens, answer.toString().length() / 4))
@@ -107,13 +127,15 @@ public class OfflineDemoModel implements ChatModel {
         Matcher on = SPENT_ON.matcher(text);
         while (on.find()) {
             found.put(on.start(), new Expense(new BigDecimal(on.group(1)).stripTrailingZeros(), category(on.group(2))));
-            taken.add(new int[]{on.start(1), on.end(1)});
+            taken.add(new int[] {on.start(1), on.end(1)});
         }
         Matcher word = WORD_AMOUNT.matcher(text);
         while (word.find()) {
             int from = word.start(2);
             if (taken.stream().noneMatch(t -> t[0] == from)) {
-                found.put(word.start(), new Expense(new BigDecimal(word.group(2)).stripTrailingZeros(), category(word.group(1))));
+                found.put(
+                        word.start(),
+                        new Expense(new BigDecimal(word.group(2)).stripTrailingZeros(), category(word.group(1))));
             }
         }
         return new ArrayList<>(found.values());

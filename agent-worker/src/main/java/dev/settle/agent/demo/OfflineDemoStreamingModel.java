@@ -33,7 +33,8 @@ class OfflineDemoStreamingModel implements StreamingChatModel {
             String text = response.aiMessage().text();
             if (text != null) {
                 for (int i = 0; i < text.length() && !cancelled.get(); i += 4) {
-                    handler.onPartialResponse(new PartialResponse(text.substring(i, Math.min(text.length(), i + 4))),
+                    handler.onPartialResponse(
+                            new PartialResponse(text.substring(i, Math.min(text.length(), i + 4))),
                             new PartialResponseContext(handle));
                     try {
                         Thread.sleep(15);

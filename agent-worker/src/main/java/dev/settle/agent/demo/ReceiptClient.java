@@ -2,11 +2,11 @@ package dev.settle.agent.demo;
 
 import dev.settle.agent.webhook.EndpointGuard;
 import dev.settle.agent.webhook.PinnedHttp;
-import org.apache.hc.client5.http.ssl.DefaultClientTlsStrategy;
 import org.apache.hc.client5.http.HttpHostConnectException;
 import org.apache.hc.client5.http.classic.methods.HttpPost;
 import org.apache.hc.client5.http.config.RequestConfig;
 import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
+import org.apache.hc.client5.http.ssl.DefaultClientTlsStrategy;
 import org.apache.hc.core5.http.ClassicHttpResponse;
 import org.apache.hc.core5.http.ContentType;
 import org.apache.hc.core5.http.io.entity.EntityUtils;
@@ -56,13 +56,19 @@ public final class ReceiptClient implements AutoCloseable {
         try {
             addresses = guard.check(uri);
         } catch (EndpointGuard.Refused e) {
-            throw new IllegalStateException(e.getMessage().replace("SETTLE_WEBHOOK_ALLOWPRIVATE=true (settle.webhook.allowprivate)",
-                    "SETTLE_DEMO_RECEIPTALLOWPRIVATE=true (settle.demo.receipt-allowprivate)") + "; not sent");
+            throw new IllegalStateException(e.getMessage()
+                            .replace(
+                                    "SETTLE_WEBHOOK_ALLOWPRIVATE=true (settle.webhook.allowprivate)",
+                                    "SETTLE_DEMO_RECEIPTALLOWPRIVATE=true (settle.demo.receipt-allowprivate)")
+                    + "; not sent");
         } catch (UnknownHostException e) {
             throw new UncheckedIOException("cannot resolve " + uri.getHost() + "; not sent", e);
         }
         HttpPost request = new HttpPost(uri);
-        request.setConfig(RequestConfig.custom().setConnectionRequestTimeout(timeout).setResponseTimeout(timeout).build());
+        request.setConfig(RequestConfig.custom()
+                .setConnectionRequestTimeout(timeout)
+                .setResponseTimeout(timeout)
+                .build());
         request.setHeader("User-Agent", "Settle-Tools/1");
         request.setHeader("Idempotency-Key", idempotencyKey);
         request.setEntity(new StringEntity(json, ContentType.APPLICATION_JSON));

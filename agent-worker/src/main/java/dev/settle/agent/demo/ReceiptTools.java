@@ -1,11 +1,10 @@
 package dev.settle.agent.demo;
 
+import dev.langchain4j.agent.tool.P;
+import dev.langchain4j.agent.tool.Tool;
 import dev.settle.agent.tools.AgentTools;
 import dev.settle.agent.tools.SideEffect;
 import dev.settle.agent.tools.ToolCallContext;
-
-import dev.langchain4j.agent.tool.P;
-import dev.langchain4j.agent.tool.Tool;
 import tools.jackson.databind.json.JsonMapper;
 
 import java.math.BigDecimal;
@@ -30,12 +29,17 @@ public class ReceiptTools implements AgentTools, AutoCloseable {
     }
 
     @SideEffect
-    @Tool(name = "send_receipt", value = "Sends the receipt of one booked expense to the user's accountant. "
-            + "Call it once per expense, only when the user asks for a receipt.")
-    public String sendReceipt(@P("amount of the expense, a positive number with at most 2 decimals") BigDecimal amount,
-                              @P("the expense's category, one of the categories from list_categories") String category,
-                              @P(value = "optional short note", required = false) String note) {
-        if (amount == null || amount.signum() <= 0 || amount.compareTo(BookkeepingTools.MAX_AMOUNT) > 0
+    @Tool(
+            name = "send_receipt",
+            value = "Sends the receipt of one booked expense to the user's accountant. "
+                    + "Call it once per expense, only when the user asks for a receipt.")
+    public String sendReceipt(
+            @P("amount of the expense, a positive number with at most 2 decimals") BigDecimal amount,
+            @P("the expense's category, one of the categories from list_categories") String category,
+            @P(value = "optional short note", required = false) String note) {
+        if (amount == null
+                || amount.signum() <= 0
+                || amount.compareTo(BookkeepingTools.MAX_AMOUNT) > 0
                 || amount.stripTrailingZeros().scale() > 2) {
             throw new IllegalArgumentException("amount must be greater than 0, at most " + BookkeepingTools.MAX_AMOUNT
                     + ", with at most 2 decimals");

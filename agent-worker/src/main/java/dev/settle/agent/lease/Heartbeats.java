@@ -1,21 +1,20 @@
 package dev.settle.agent.lease;
 
-import dev.settle.agent.AgentSettings;
-
 import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.agent.AgentSettings;
+import dev.settle.boot.PeriodicTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import dev.settle.boot.PeriodicTask;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -41,15 +40,21 @@ public class Heartbeats extends PeriodicTask implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(Heartbeats.class);
     /** How long a renewal waits for one row another transaction holds (the smallest lock wait MySQL allows). */
     static final int LOCK_WAIT_SECONDS = 1;
+
     private final Map<String, Beat> beats = new ConcurrentHashMap<>();
     private final SessionLease leases;
     private final HikariDataSource pool;
     private final JdbcTemplate jdbc;
 
     public Heartbeats(SessionLease leases, AgentSettings settings, DataSourceProperties dataSource) {
-        super("lease-heartbeat", Duration.ofMillis(Math.max(10, settings.lease().heartbeat().toMillis())));
+        super(
+                "lease-heartbeat",
+                Duration.ofMillis(Math.max(10, settings.lease().heartbeat().toMillis())));
         this.leases = leases;
-        this.pool = dataSource.initializeDataSourceBuilder().type(HikariDataSource.class).build();
+        this.pool = dataSource
+                .initializeDataSourceBuilder()
+                .type(HikariDataSource.class)
+                .build();
         this.pool.setPoolName("lease-heartbeats");
         this.pool.setMaximumPoolSize(2);
         this.pool.setMinimumIdle(1);
@@ -124,7 +129,8 @@ public class Heartbeats extends PeriodicTask implements DisposableBean {
             return;
         }
         try {
-            Set<String> live = leases.renewAll(jdbc, held.stream().map(b -> b.lease).toList());
+            Set<String> live =
+                    leases.renewAll(jdbc, held.stream().map(b -> b.lease).toList());
             for (Beat beat : held) {
                 if (!live.contains(beat.lease.token()) && beats.containsKey(beat.lease.token())) {
                     beat.lost();

@@ -1,7 +1,6 @@
 package dev.settle.agent.lease;
 
 import dev.settle.agent.AgentSettings;
-
 import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -105,14 +104,16 @@ public class SessionLease {
     /** @return the lease, or null when the session is busy or has nothing to answer */
     public Lease claim(long sessionId) {
         String token = UUID.randomUUID().toString();
-        dev.settle.schema.OkPacket.Reserved claimed = dev.settle.schema.OkPacket.update(jdbc, CLAIM, token, micros(ttl), sessionId);
+        dev.settle.schema.OkPacket.Reserved claimed =
+                dev.settle.schema.OkPacket.update(jdbc, CLAIM, token, micros(ttl), sessionId);
         if (claimed.rows() == 0) {
             log.debug("session {} busy or nothing to answer", sessionId);
             return null;
         }
         expectOne(claimed.rows(), "claim");
         long id = claimed.lastInsertId();
-        return id > 0 ? new Lease(sessionId, token, id / 2, id % 2 == 1)
+        return id > 0
+                ? new Lease(sessionId, token, id / 2, id % 2 == 1)
                 : new Lease(sessionId, token, jdbc.queryForObject(EPOCH, Long.class, sessionId, token));
     }
 
@@ -123,7 +124,8 @@ public class SessionLease {
      * @return false when the lease is lost (nothing locked)
      */
     public boolean lockHeld(Lease lease) {
-        return !jdbc.queryForList(LOCK_HELD, Long.class, lease.sessionId(), lease.token()).isEmpty();
+        return !jdbc.queryForList(LOCK_HELD, Long.class, lease.sessionId(), lease.token())
+                .isEmpty();
     }
 
     /** @return false when the lease is lost: the holder must stop and write nothing more */
@@ -145,7 +147,8 @@ public class SessionLease {
             java.util.List<Lease> part = held.subList(from, Math.min(held.size(), from + 500));
             java.util.Set<String> renewed = renewUnlocked(via, part);
             live.addAll(renewed);
-            java.util.List<Lease> rest = part.stream().filter(l -> !renewed.contains(l.token())).toList();
+            java.util.List<Lease> rest =
+                    part.stream().filter(l -> !renewed.contains(l.token())).toList();
             if (rest.isEmpty()) {
                 continue;
             }
@@ -171,7 +174,9 @@ public class SessionLease {
                         live.add(lease.token());
                     }
                 } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
-                    log.info("session {}: row locked past the renewal's lock wait; renewing it next round", lease.sessionId());
+                    log.info(
+                            "session {}: row locked past the renewal's lock wait; renewing it next round",
+                            lease.sessionId());
                     live.add(lease.token());
                 }
             }
@@ -203,7 +208,8 @@ public class SessionLease {
                 }
                 if (!locked.isEmpty()) {
                     String lockedMarks = String.join(",", java.util.Collections.nCopies(locked.size(), "?"));
-                    try (java.sql.PreparedStatement ps = c.prepareStatement(RENEW_ALL.formatted(lockedMarks, lockedMarks))) {
+                    try (java.sql.PreparedStatement ps =
+                            c.prepareStatement(RENEW_ALL.formatted(lockedMarks, lockedMarks))) {
                         int i = 1;
                         ps.setLong(i++, micros(ttl));
                         for (Long id : locked.keySet()) {

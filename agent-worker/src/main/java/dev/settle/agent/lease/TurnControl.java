@@ -1,6 +1,5 @@
 package dev.settle.agent.lease;
 
-
 import java.util.concurrent.atomic.AtomicReference;
 
 /**

@@ -8,5 +8,4 @@ import dev.langchain4j.model.chat.StreamingChatModel;
  *
  * @param description what the startup log calls it
  */
-public record FallbackModel(StreamingChatModel model, String description) {
-}
+public record FallbackModel(StreamingChatModel model, String description) {}

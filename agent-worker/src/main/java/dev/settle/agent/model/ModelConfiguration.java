@@ -1,9 +1,8 @@
 package dev.settle.agent.model;
 
-import dev.settle.agent.AgentSettings;
-
 import dev.langchain4j.model.chat.StreamingChatModel;
 import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
+import dev.settle.agent.AgentSettings;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;

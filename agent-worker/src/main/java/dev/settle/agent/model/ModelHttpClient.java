@@ -104,10 +104,16 @@ final class ModelHttpClient implements HttpClient {
         }
         String body = readBody(response);
         if (response.statusCode() < 200 || response.statusCode() > 299) {
-            throw new StatusException(response.statusCode(), body, response.headers().firstValue("Retry-After").orElse(null));
+            throw new StatusException(
+                    response.statusCode(),
+                    body,
+                    response.headers().firstValue("Retry-After").orElse(null));
         }
-        return SuccessfulHttpResponse.builder().statusCode(response.statusCode()).headers(response.headers().map())
-                .body(body).build();
+        return SuccessfulHttpResponse.builder()
+                .statusCode(response.statusCode())
+                .headers(response.headers().map())
+                .body(body)
+                .build();
     }
 
     @Override
@@ -115,13 +121,17 @@ final class ModelHttpClient implements HttpClient {
         http.sendAsync(toJdk(request), HttpResponse.BodyHandlers.ofInputStream())
                 .thenAccept(response -> {
                     if (response.statusCode() < 200 || response.statusCode() > 299) {
-                        StatusException refused = new StatusException(response.statusCode(), readBody(response),
+                        StatusException refused = new StatusException(
+                                response.statusCode(),
+                                readBody(response),
                                 response.headers().firstValue("Retry-After").orElse(null));
                         ignoringExceptions(() -> listener.onError(refused));
                         return;
                     }
-                    SuccessfulHttpResponse opened = SuccessfulHttpResponse.builder().statusCode(response.statusCode())
-                            .headers(response.headers().map()).build();
+                    SuccessfulHttpResponse opened = SuccessfulHttpResponse.builder()
+                            .statusCode(response.statusCode())
+                            .headers(response.headers().map())
+                            .build();
                     ignoringExceptions(() -> listener.onOpen(opened));
                     try (InputStream in = response.body()) {
                         parser.parse(in, listener);
@@ -141,10 +151,14 @@ final class ModelHttpClient implements HttpClient {
         if (!request.formDataFields().isEmpty() || !request.formDataFiles().isEmpty()) {
             throw new UnsupportedOperationException("multipart requests are not streamed");
         }
-        java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder().uri(URI.create(request.url()));
+        java.net.http.HttpRequest.Builder b =
+                java.net.http.HttpRequest.newBuilder().uri(URI.create(request.url()));
         request.headers().forEach((name, values) -> values.forEach(v -> b.header(name, v)));
-        b.method(request.method().name(), request.body() == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                : java.net.http.HttpRequest.BodyPublishers.ofString(request.body()));
+        b.method(
+                request.method().name(),
+                request.body() == null
+                        ? java.net.http.HttpRequest.BodyPublishers.noBody()
+                        : java.net.http.HttpRequest.BodyPublishers.ofString(request.body()));
         if (readTimeout != null) {
             b.timeout(readTimeout);
         }

@@ -1,9 +1,5 @@
 package dev.settle.agent.model;
 
-import dev.settle.agent.AgentSettings;
-import dev.settle.agent.lease.LeaseLostException;
-import dev.settle.agent.lease.TurnControl;
-
 import dev.langchain4j.agent.tool.ToolSpecification;
 import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.ChatMessage;
@@ -17,6 +13,9 @@ import dev.langchain4j.model.chat.response.PartialToolCall;
 import dev.langchain4j.model.chat.response.PartialToolCallContext;
 import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.chat.response.StreamingHandle;
+import dev.settle.agent.AgentSettings;
+import dev.settle.agent.lease.LeaseLostException;
+import dev.settle.agent.lease.TurnControl;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
@@ -47,8 +46,7 @@ public class ModelStream {
     private static final Logger log = LoggerFactory.getLogger(ModelStream.class);
 
     /** The model's message and its token usage; {@code streamedChars} counts the text deltas delivered. */
-    public record Result(AiMessage message, int promptTokens, int completionTokens) {
-    }
+    public record Result(AiMessage message, int promptTokens, int completionTokens) {}
 
     public static class ModelFailedException extends RuntimeException {
         ModelFailedException(String message, Throwable cause) {
@@ -56,7 +54,8 @@ public class ModelStream {
         }
     }
 
-    private static final tools.jackson.databind.json.JsonMapper JSON = tools.jackson.databind.json.JsonMapper.builder().build();
+    private static final tools.jackson.databind.json.JsonMapper JSON =
+            tools.jackson.databind.json.JsonMapper.builder().build();
 
     private final StreamingChatModel model;
     private final AgentSettings.Llm settings;
@@ -67,8 +66,13 @@ public class ModelStream {
     }
 
     /** @param deltas receives every text delta, in order */
-    public Result call(long sessionId, List<ChatMessage> messages, List<ToolSpecification> tools, TurnControl control,
-                       Consumer<String> deltas, AtomicInteger streamedChars) {
+    public Result call(
+            long sessionId,
+            List<ChatMessage> messages,
+            List<ToolSpecification> tools,
+            TurnControl control,
+            Consumer<String> deltas,
+            AtomicInteger streamedChars) {
         Duration backoff = settings.backoff();
         Throwable last = null;
         for (int attempt = 1; attempt <= settings.maxAttempts(); attempt++) {
@@ -80,7 +84,12 @@ public class ModelStream {
                 throw e;
             } catch (Exception e) {
                 last = e instanceof ExecutionException ? e.getCause() : e;
-                log.warn("model call {}/{} for session {} failed: {}", attempt, settings.maxAttempts(), sessionId, last.toString());
+                log.warn(
+                        "model call {}/{} for session {} failed: {}",
+                        attempt,
+                        settings.maxAttempts(),
+                        sessionId,
+                        last.toString());
                 if (output.get()) {
                     throw new ModelFailedException("model stream broke after output was streamed: " + last, last);
                 }
@@ -90,8 +99,8 @@ public class ModelStream {
                 throw new ModelFailedException(retry.refusal(), last);
             }
             if (attempt < settings.maxAttempts()) {
-                Duration jittered = Duration.ofNanos(backoff.toNanos() / 2
-                        + ThreadLocalRandom.current().nextLong(backoff.toNanos() / 2 + 1));
+                Duration jittered = Duration.ofNanos(
+                        backoff.toNanos() / 2 + ThreadLocalRandom.current().nextLong(backoff.toNanos() / 2 + 1));
                 sleep(retry.after() != null && retry.after().compareTo(jittered) > 0 ? retry.after() : jittered);
                 backoff = backoff.multipliedBy(2);
             }
@@ -103,8 +112,7 @@ public class ModelStream {
      * What to do after a failed attempt: {@code refusal} (the turn's reason) when no retry can succeed, else the
      * server's Retry-After (null: none).
      */
-    record Retry(String refusal, Duration after) {
-    }
+    record Retry(String refusal, Duration after) {}
 
     Retry retry(Throwable failure) {
         HttpException http = cause(failure, HttpException.class);
@@ -120,10 +128,13 @@ public class ModelStream {
             return new Retry("model refused the request (HTTP " + status + "): " + serverMessage(http), null);
         }
         Duration after = http instanceof ModelHttpClient.StatusException s && s.retryAfter() != null
-                ? retryAfter(s.retryAfter()) : null;
+                ? retryAfter(s.retryAfter())
+                : null;
         if (after != null && after.compareTo(settings.timeout()) > 0) {
-            return new Retry("model unavailable (HTTP " + status + "), Retry-After " + s(after) + " exceeds the "
-                    + s(settings.timeout()) + " call timeout: " + serverMessage(http), null);
+            return new Retry(
+                    "model unavailable (HTTP " + status + "), Retry-After " + s(after) + " exceeds the "
+                            + s(settings.timeout()) + " call timeout: " + serverMessage(http),
+                    null);
         }
         return new Retry(null, after);
     }
@@ -132,11 +143,15 @@ public class ModelStream {
     static Duration retryAfter(String value) {
         String v = value.trim();
         if (!v.isEmpty() && v.chars().allMatch(Character::isDigit)) {
-            return v.length() > 12 ? Duration.ofSeconds(Long.MAX_VALUE / 1_000_000_000L) : Duration.ofSeconds(Long.parseLong(v));
+            return v.length() > 12
+                    ? Duration.ofSeconds(Long.MAX_VALUE / 1_000_000_000L)
+                    : Duration.ofSeconds(Long.parseLong(v));
         }
         try {
-            Duration d = Duration.between(java.time.Instant.now(), java.time.ZonedDateTime.parse(v,
-                    java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME).toInstant());
+            Duration d = Duration.between(
+                    java.time.Instant.now(),
+                    java.time.ZonedDateTime.parse(v, java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME)
+                            .toInstant());
             return d.isNegative() ? Duration.ZERO : d;
         } catch (java.time.format.DateTimeParseException e) {
             return null;
@@ -151,7 +166,8 @@ public class ModelStream {
     static String serverMessage(HttpException http) {
         String body = http.getMessage() == null ? "" : http.getMessage().strip();
         try {
-            tools.jackson.databind.JsonNode message = JSON.readTree(body).path("error").path("message");
+            tools.jackson.databind.JsonNode message =
+                    JSON.readTree(body).path("error").path("message");
             if (message.isString() && !message.stringValue().isBlank()) {
                 return message.stringValue();
             }
@@ -175,8 +191,14 @@ public class ModelStream {
         return null;
     }
 
-    private Result once(List<ChatMessage> messages, List<ToolSpecification> tools, TurnControl control,
-                        Consumer<String> deltas, AtomicInteger streamedChars, AtomicBoolean output) throws Exception {
+    private Result once(
+            List<ChatMessage> messages,
+            List<ToolSpecification> tools,
+            TurnControl control,
+            Consumer<String> deltas,
+            AtomicInteger streamedChars,
+            AtomicBoolean output)
+            throws Exception {
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
         AtomicReference<StreamingHandle> handle = new AtomicReference<>();
         control.whileStreaming(() -> {
@@ -209,8 +231,9 @@ public class ModelStream {
                 }
 
                 @Override
-                public void onPartialThinking(dev.langchain4j.model.chat.response.PartialThinking partial,
-                                              dev.langchain4j.model.chat.response.PartialThinkingContext context) {
+                public void onPartialThinking(
+                        dev.langchain4j.model.chat.response.PartialThinking partial,
+                        dev.langchain4j.model.chat.response.PartialThinkingContext context) {
                     keep(context.streamingHandle()); // a reasoning model's first fragments: cancellable too
                 }
 
@@ -251,8 +274,10 @@ public class ModelStream {
                 Thread.currentThread().interrupt();
                 throw new LeaseLostException();
             }
-            Integer in = response.tokenUsage() == null ? null : response.tokenUsage().inputTokenCount();
-            Integer out = response.tokenUsage() == null ? null : response.tokenUsage().outputTokenCount();
+            Integer in =
+                    response.tokenUsage() == null ? null : response.tokenUsage().inputTokenCount();
+            Integer out =
+                    response.tokenUsage() == null ? null : response.tokenUsage().outputTokenCount();
             return new Result(response.aiMessage(), in == null ? 0 : in, out == null ? 0 : out);
         } finally {
             control.streamEnded();

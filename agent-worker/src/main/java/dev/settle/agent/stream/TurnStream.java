@@ -3,7 +3,6 @@ package dev.settle.agent.stream;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.SessionLease;
-
 import dev.settle.schema.SessionEvents;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,8 +31,7 @@ public final class TurnStream implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TurnStream.class);
     private static final Chunk END = new Chunk(-1, "");
 
-    record Chunk(int seq, String text) {
-    }
+    record Chunk(int seq, String text) {}
 
     static final String PERSISTED = """
             SELECT data FROM session_event
@@ -51,7 +49,12 @@ public final class TurnStream implements AutoCloseable {
     private volatile boolean leaseLost;
     private volatile RuntimeException failure;
 
-    TurnStream(JdbcTemplate jdbc, TransactionTemplate tx, SessionLease.Lease lease, long turnId, AgentSettings.Stream settings) {
+    TurnStream(
+            JdbcTemplate jdbc,
+            TransactionTemplate tx,
+            SessionLease.Lease lease,
+            long turnId,
+            AgentSettings.Stream settings) {
         this.jdbc = jdbc;
         this.tx = tx;
         this.lease = lease;

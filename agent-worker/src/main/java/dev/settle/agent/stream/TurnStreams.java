@@ -2,7 +2,6 @@ package dev.settle.agent.stream;
 
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
-
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;

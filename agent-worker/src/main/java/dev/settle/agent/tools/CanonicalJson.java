@@ -21,8 +21,7 @@ final class CanonicalJson {
             .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
             .build();
 
-    private CanonicalJson() {
-    }
+    private CanonicalJson() {}
 
     /** @throws IllegalArgumentException when {@code json} is not valid JSON */
     public static String of(String json) {

@@ -6,9 +6,9 @@ import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.SessionLease;
 import dev.settle.schema.SessionEvents;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
@@ -70,8 +70,13 @@ public class ExactlyOnceToolExecutor {
     /** How long a turn waits for an earlier attempt in flight: the tool timeout (default 2 × lease TTL). */
     private final java.time.Duration inFlightWait;
 
-    public ExactlyOnceToolExecutor(ToolCatalog catalog, ToolExecutions executions, PlatformTransactionManager txManager,
-                                   JdbcTemplate jdbc, SessionLease leases, AgentSettings settings) {
+    public ExactlyOnceToolExecutor(
+            ToolCatalog catalog,
+            ToolExecutions executions,
+            PlatformTransactionManager txManager,
+            JdbcTemplate jdbc,
+            SessionLease leases,
+            AgentSettings settings) {
         this.inFlightWait = ToolReaper.timeout(settings);
         this.jdbc = jdbc;
         this.leases = leases;
@@ -115,24 +120,41 @@ public class ExactlyOnceToolExecutor {
             int ordinal = seen.merge(identity, 1, Integer::sum);
             currentKey = key(lease.sessionId(), spanFrom, identity, ordinal);
             String key = sideEffect ? currentKey : null;
-            String callId = request.id() == null || request.id().isBlank() ? "call_" + turnId + "_" + seen.size() : request.id();
+            String callId = request.id() == null || request.id().isBlank()
+                    ? "call_" + turnId + "_" + seen.size()
+                    : request.id();
             String recorded = tooLarge ? JSON.writeValueAsString(Map.of("omittedBytes", argumentBytes)) : arguments;
-            ToolExecutions.Execution row = executions.insertOrGet(new ToolExecutions.Call(lease.sessionId(), turnId,
-                    spanFrom, key, truncate(callId, 100), truncate(name, 64), recorded, ordinal, sideEffect, lease.token()));
+            ToolExecutions.Execution row = executions.insertOrGet(new ToolExecutions.Call(
+                    lease.sessionId(),
+                    turnId,
+                    spanFrom,
+                    key,
+                    truncate(callId, 100),
+                    truncate(name, 64),
+                    recorded,
+                    ordinal,
+                    sideEffect,
+                    lease.token()));
             if (row == null) {
                 throw new LeaseLostException();
             }
             if (row.done()) {
-                log.info("tool {} #{} already {} in span {}: recorded result reused", request.name(), ordinal,
-                        row.status(), spanFrom);
+                log.info(
+                        "tool {} #{} already {} in span {}: recorded result reused",
+                        request.name(),
+                        ordinal,
+                        row.status(),
+                        spanFrom);
                 return row.result();
             }
             ToolExecutions.Start start = startWhenFree(row.id());
             if (start == ToolExecutions.Start.IN_FLIGHT) {
-                log.warn("tool execution {}: an earlier attempt still holds it after {}; not applied by this turn",
-                        row.id(), inFlightWait);
-                return JSON.writeValueAsString(Map.of("error",
-                        "an earlier attempt at this call is still running; this turn did not apply it"));
+                log.warn(
+                        "tool execution {}: an earlier attempt still holds it after {}; not applied by this turn",
+                        row.id(),
+                        inFlightWait);
+                return JSON.writeValueAsString(Map.of(
+                        "error", "an earlier attempt at this call is still running; this turn did not apply it"));
             }
             if (start == ToolExecutions.Start.REFUSED) {
                 ToolExecutions.Execution now = executions.byId(row.id());
@@ -141,14 +163,20 @@ public class ExactlyOnceToolExecutor {
                 }
                 throw new LeaseLostException();
             }
-            currentRequest = ToolExecutionRequest.builder().id(row.callId()).name(name).arguments(recorded).build();
+            currentRequest = ToolExecutionRequest.builder()
+                    .id(row.callId())
+                    .name(name)
+                    .arguments(recorded)
+                    .build();
             announce("tool.started", row.id(), currentRequest, null, null);
             if (name.isBlank()) {
                 return failed(row.id(), false, "the tool call names no tool");
             }
             if (tooLarge) {
-                return failed(row.id(), false, "arguments too large: " + argumentBytes + " bytes, at most "
-                        + MAX_ARGUMENT_BYTES);
+                return failed(
+                        row.id(),
+                        false,
+                        "arguments too large: " + argumentBytes + " bytes, at most " + MAX_ARGUMENT_BYTES);
             }
             if (tool == null) {
                 return failed(row.id(), false, "no tool named " + name);
@@ -234,8 +262,10 @@ public class ExactlyOnceToolExecutor {
         /** Refused arguments will be refused again: final. Anything else never committed: retryable. */
         private String failed(long executionId, RuntimeException e) {
             boolean refused = refusal(e);
-            return failed(executionId, !refused, (refused ? "tool call refused: " : "tool call failed and was not applied: ")
-                    + rootMessage(e));
+            return failed(
+                    executionId,
+                    !refused,
+                    (refused ? "tool call refused: " : "tool call failed and was not applied: ") + rootMessage(e));
         }
 
         private String failed(long executionId, boolean retryable, String error) {
@@ -249,7 +279,8 @@ public class ExactlyOnceToolExecutor {
         }
 
         /** In a transaction of its own. */
-        private void announce(String type, long executionId, ToolExecutionRequest request, String status, String result) {
+        private void announce(
+                String type, long executionId, ToolExecutionRequest request, String status, String result) {
             tx.executeWithoutResult(s -> event(executionId, request, status, result, type));
         }
 
@@ -264,7 +295,8 @@ public class ExactlyOnceToolExecutor {
                 data.put("status", status);
                 data.put("result", result);
             }
-            if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, data))) {
+            if (!SessionEvents.append(
+                    jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, data))) {
                 throw new LeaseLostException();
             }
         }
@@ -277,7 +309,8 @@ public class ExactlyOnceToolExecutor {
     static String key(long sessionId, long spanFrom, String identity, int ordinal) {
         try {
             MessageDigest sha = MessageDigest.getInstance("SHA-256");
-            sha.update((sessionId + "\n" + spanFrom + "\n" + identity + "\n" + ordinal).getBytes(StandardCharsets.UTF_8));
+            sha.update(
+                    (sessionId + "\n" + spanFrom + "\n" + identity + "\n" + ordinal).getBytes(StandardCharsets.UTF_8));
             return HexFormat.of().formatHex(sha.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);

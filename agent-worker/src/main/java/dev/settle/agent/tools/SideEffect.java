@@ -17,5 +17,4 @@ import java.lang.annotation.Target;
 @Documented
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.METHOD)
-public @interface SideEffect {
-}
+public @interface SideEffect {}

@@ -9,8 +9,7 @@ public final class ToolCallContext {
     private static final ThreadLocal<Long> SESSION = new ThreadLocal<>();
     private static final ThreadLocal<String> KEY = new ThreadLocal<>();
 
-    private ToolCallContext() {
-    }
+    private ToolCallContext() {}
 
     public static long executionId() {
         Long id = EXECUTION.get();

@@ -32,11 +32,14 @@ public class ToolCatalog {
                 }
                 ToolSpecification spec = ToolSpecifications.toolSpecificationFrom(method);
                 DefaultToolExecutor executor = DefaultToolExecutor.builder()
-                        .object(bean).originalMethod(method).methodToInvoke(method)
+                        .object(bean)
+                        .originalMethod(method)
+                        .methodToInvoke(method)
                         .wrapToolArgumentsExceptions(true)
                         .propagateToolExecutionExceptions(true)
                         .build();
-                if (tools.put(spec.name(), new Entry(spec, executor, method.isAnnotationPresent(SideEffect.class))) != null) {
+                if (tools.put(spec.name(), new Entry(spec, executor, method.isAnnotationPresent(SideEffect.class)))
+                        != null) {
                     throw new IllegalStateException("two tools named " + spec.name());
                 }
             }

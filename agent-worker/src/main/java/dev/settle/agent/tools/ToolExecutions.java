@@ -107,21 +107,40 @@ public class ToolExecutions {
              ORDER BY id""";
 
     /** One row. */
-    public record Execution(long id, long sessionId, long spanFrom, String idemKey, String callId, String toolName,
-                            String argumentsJson, String status, boolean retryable, String result, String leaseToken) {
+    public record Execution(
+            long id,
+            long sessionId,
+            long spanFrom,
+            String idemKey,
+            String callId,
+            String toolName,
+            String argumentsJson,
+            String status,
+            boolean retryable,
+            String result,
+            String leaseToken) {
         public boolean done() {
             return "COMPLETED".equals(status) || ("FAILED".equals(status) && !retryable);
         }
     }
 
-    static final RowMapper<Execution> ROW = (rs, i) -> new Execution(rs.getLong("id"), rs.getLong("session_id"),
-            rs.getLong("span_from"), rs.getString("idem_key"), rs.getString("call_id"), rs.getString("tool_name"),
-            rs.getString("arguments_json"), rs.getString("status"), rs.getBoolean("retryable"), rs.getString("result"),
+    static final RowMapper<Execution> ROW = (rs, i) -> new Execution(
+            rs.getLong("id"),
+            rs.getLong("session_id"),
+            rs.getLong("span_from"),
+            rs.getString("idem_key"),
+            rs.getString("call_id"),
+            rs.getString("tool_name"),
+            rs.getString("arguments_json"),
+            rs.getString("status"),
+            rs.getBoolean("retryable"),
+            rs.getString("result"),
             rs.getString("lease_token"));
 
     private static final Logger log = LoggerFactory.getLogger(ToolExecutions.class);
     /** ER_LOCK_DEADLOCK: InnoDB rolled the statement's transaction back to break a cycle. */
     static final int DEADLOCK = 1213;
+
     static final int ATTEMPTS = 3;
 
     private final JdbcTemplate jdbc;
@@ -153,7 +172,9 @@ public class ToolExecutions {
             try {
                 return write.get();
             } catch (PessimisticLockingFailureException e) {
-                if (attempt >= ATTEMPTS || !deadlock(e) || TransactionSynchronizationManager.isActualTransactionActive()) {
+                if (attempt >= ATTEMPTS
+                        || !deadlock(e)
+                        || TransactionSynchronizationManager.isActualTransactionActive()) {
                     throw e;
                 }
                 log.info("tool execution {}: deadlock victim, attempt {} of {}", what, attempt + 1, ATTEMPTS);
@@ -180,21 +201,25 @@ public class ToolExecutions {
         }
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
         try {
-            int rows = statement("insert", () -> jdbc.update(c -> {
-                PreparedStatement ps = c.prepareStatement(INSERT, Statement.RETURN_GENERATED_KEYS);
-                ps.setLong(1, call.turnId());
-                ps.setLong(2, call.spanFrom());
-                ps.setString(3, call.idemKey());
-                ps.setString(4, call.callId());
-                ps.setString(5, call.toolName());
-                ps.setString(6, call.argumentsJson());
-                ps.setInt(7, call.ordinal());
-                ps.setBoolean(8, call.sideEffect());
-                ps.setString(9, call.leaseToken());
-                ps.setLong(10, call.sessionId());
-                ps.setString(11, call.leaseToken());
-                return ps;
-            }, keys));
+            int rows = statement(
+                    "insert",
+                    () -> jdbc.update(
+                            c -> {
+                                PreparedStatement ps = c.prepareStatement(INSERT, Statement.RETURN_GENERATED_KEYS);
+                                ps.setLong(1, call.turnId());
+                                ps.setLong(2, call.spanFrom());
+                                ps.setString(3, call.idemKey());
+                                ps.setString(4, call.callId());
+                                ps.setString(5, call.toolName());
+                                ps.setString(6, call.argumentsJson());
+                                ps.setInt(7, call.ordinal());
+                                ps.setBoolean(8, call.sideEffect());
+                                ps.setString(9, call.leaseToken());
+                                ps.setLong(10, call.sessionId());
+                                ps.setString(11, call.leaseToken());
+                                return ps;
+                            },
+                            keys));
             if (rows == 0) {
                 return null; // lease lost
             }
@@ -218,12 +243,14 @@ public class ToolExecutions {
      * the row is locked with {@code SKIP LOCKED} first, then moved ({@link #START}).
      */
     public Start tryStart(long id, long turnId, String leaseToken) {
-        return statement("start", () -> tx.execute(status -> {
-            if (jdbc.queryForList(LOCK_IF_FREE, Long.class, id).isEmpty()) {
-                return Start.IN_FLIGHT;
-            }
-            return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1 ? Start.STARTED : Start.REFUSED;
-        }));
+        return statement(
+                "start",
+                () -> tx.execute(status -> {
+                    if (jdbc.queryForList(LOCK_IF_FREE, Long.class, id).isEmpty()) {
+                        return Start.IN_FLIGHT;
+                    }
+                    return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1 ? Start.STARTED : Start.REFUSED;
+                }));
     }
 
     /** Inside the tool transaction: @return false when the call is no longer ours ({@link #LOCK_OWN}) */
@@ -245,8 +272,12 @@ public class ToolExecutions {
         for (var stuck : jdbc.queryForList(STUCK, olderThanMicros)) {
             long id = ((Number) stuck.get("id")).longValue();
             String token = (String) stuck.get("lease_token");
-            Integer rows = statement("reap", () -> tx.execute(status ->
-                    jdbc.queryForList(LOCK_STUCK, Long.class, id, token).isEmpty() ? 0 : jdbc.update(REAP, id, token)));
+            Integer rows = statement(
+                    "reap",
+                    () -> tx.execute(status ->
+                            jdbc.queryForList(LOCK_STUCK, Long.class, id, token).isEmpty()
+                                    ? 0
+                                    : jdbc.update(REAP, id, token)));
             reaped += rows == null ? 0 : rows;
         }
         return reaped;
@@ -257,7 +288,15 @@ public class ToolExecutions {
     }
 
     /** What a turn intends to call. */
-    public record Call(long sessionId, long turnId, long spanFrom, String idemKey, String callId, String toolName,
-                       String argumentsJson, int ordinal, boolean sideEffect, String leaseToken) {
-    }
+    public record Call(
+            long sessionId,
+            long turnId,
+            long spanFrom,
+            String idemKey,
+            String callId,
+            String toolName,
+            String argumentsJson,
+            int ordinal,
+            boolean sideEffect,
+            String leaseToken) {}
 }

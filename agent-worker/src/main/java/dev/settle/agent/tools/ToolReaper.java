@@ -28,7 +28,8 @@ class ToolReaper extends PeriodicTask {
     }
 
     static Duration timeout(AgentSettings settings) {
-        return settings.agent().toolTimeout() != null ? settings.agent().toolTimeout()
+        return settings.agent().toolTimeout() != null
+                ? settings.agent().toolTimeout()
                 : settings.lease().ttl().multipliedBy(2);
     }
 

@@ -1,17 +1,15 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.lease.TurnControl;
-
-import dev.settle.agent.AgentSettings;
-import dev.settle.agent.lease.LeaseLostException;
-import dev.settle.agent.lease.SessionLease;
-import dev.settle.agent.model.ModelStream;
-import dev.settle.agent.stream.TurnStream;
-
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.ChatMessage;
 import dev.langchain4j.data.message.ToolExecutionResultMessage;
+import dev.settle.agent.AgentSettings;
+import dev.settle.agent.lease.LeaseLostException;
+import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.lease.TurnControl;
+import dev.settle.agent.model.ModelStream;
+import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.tools.ExactlyOnceToolExecutor;
 import dev.settle.agent.tools.ToolCatalog;
 import org.springframework.stereotype.Component;
@@ -34,8 +32,13 @@ public class AgentLoop {
     private final Turns turns;
     private final int maxRounds;
 
-    public AgentLoop(ModelStream model, PromptBuilder prompts, ToolCatalog catalog, ExactlyOnceToolExecutor tools,
-                     Turns turns, AgentSettings settings) {
+    public AgentLoop(
+            ModelStream model,
+            PromptBuilder prompts,
+            ToolCatalog catalog,
+            ExactlyOnceToolExecutor tools,
+            Turns turns,
+            AgentSettings settings) {
         this.model = model;
         this.prompts = prompts;
         this.catalog = catalog;
@@ -60,17 +63,28 @@ public class AgentLoop {
     }
 
     /** @return the reply text: everything the model streamed in this turn */
-    String answer(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, TurnControl control,
-                  TurnStream stream, Usage usage) {
+    String answer(
+            SessionLease.Lease lease,
+            long turnId,
+            Conversation.Snapshot turn,
+            TurnControl control,
+            TurnStream stream,
+            Usage usage) {
         List<ChatMessage> messages = prompts.prompt(turn);
         ExactlyOnceToolExecutor.TurnTools turnTools = tools.forTurn(lease, turnId, turn.fromVersion());
         StringBuilder text = new StringBuilder();
         for (int round = 1; ; round++) {
             boolean last = round >= maxRounds;
-            usage.promptChars = messages.stream().mapToInt(m -> m.toString().length()).sum();
+            usage.promptChars =
+                    messages.stream().mapToInt(m -> m.toString().length()).sum();
             usage.callOpen = true;
-            ModelStream.Result result = model.call(lease.sessionId(), messages,
-                    last ? List.of() : catalog.specifications(), control, stream::delta, usage.streamedChars);
+            ModelStream.Result result = model.call(
+                    lease.sessionId(),
+                    messages,
+                    last ? List.of() : catalog.specifications(),
+                    control,
+                    stream::delta,
+                    usage.streamedChars);
             usage.callOpen = false;
             if (!turns.countCall(lease, turnId, result.promptTokens(), result.completionTokens())) {
                 throw new LeaseLostException();

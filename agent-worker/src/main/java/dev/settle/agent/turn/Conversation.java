@@ -2,11 +2,10 @@ package dev.settle.agent.turn;
 
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
-import dev.settle.agent.webhook.Outbox;
-
-import dev.settle.schema.SessionRules;
 import dev.settle.agent.tools.ToolExecutions;
+import dev.settle.agent.webhook.Outbox;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
@@ -67,8 +66,7 @@ public class Conversation {
              ORDER BY covers_version DESC LIMIT ?""";
 
     /** A committed message; for a reply, {@code version} is the last version it covers and {@code coversFrom} the first. */
-    public record Message(String uid, String role, String text, long version, long coversFrom) {
-    }
+    public record Message(String uid, String role, String text, long version, long coversFrom) {}
 
     /**
      * @param fromVersion first unanswered version (replied_version + 1)
@@ -79,9 +77,16 @@ public class Conversation {
      * @param target      where the turn's webhook goes (null: the outbox looks it up)
      * @param abandoned   a turn of this session was RUNNING when the lease was claimed (its holder died)
      */
-    public record Snapshot(long sessionId, long fromVersion, long toVersion, Instant oldestUnansweredAt,
-                           List<Message> history, List<Message> pending, List<ToolExecutions.Execution> toolPairs,
-                           Outbox.Target target, boolean abandoned) {
+    public record Snapshot(
+            long sessionId,
+            long fromVersion,
+            long toVersion,
+            Instant oldestUnansweredAt,
+            List<Message> history,
+            List<Message> pending,
+            List<ToolExecutions.Execution> toolPairs,
+            Outbox.Target target,
+            boolean abandoned) {
         public List<String> pendingIds() {
             return pending.stream().map(Message::uid).toList();
         }
@@ -115,14 +120,27 @@ public class Conversation {
      * @return the snapshot, or null when the lease is gone or nothing is unanswered
      */
     public Snapshot load(SessionLease.Lease lease, long readyVersion) {
-        record Head(long version, long replied, Instant oldest, Outbox.Target target, boolean abandoned, boolean enqueue,
-                    Long burstEnd) {
-        }
-        List<Head> heads = jdbc.query(SNAPSHOT, (rs, i) -> new Head(rs.getLong("version"),
-                rs.getLong("replied_version"), DbTime.instant(rs, "oldest_unanswered_at"),
-                new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")), rs.getBoolean("abandoned"),
-                rs.getBoolean("enqueue"), rs.getObject("burst_end", Long.class)),
-                defaultPolicy, lease.sessionId(), lease.token());
+        record Head(
+                long version,
+                long replied,
+                Instant oldest,
+                Outbox.Target target,
+                boolean abandoned,
+                boolean enqueue,
+                Long burstEnd) {}
+        List<Head> heads = jdbc.query(
+                SNAPSHOT,
+                (rs, i) -> new Head(
+                        rs.getLong("version"),
+                        rs.getLong("replied_version"),
+                        DbTime.instant(rs, "oldest_unanswered_at"),
+                        new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")),
+                        rs.getBoolean("abandoned"),
+                        rs.getBoolean("enqueue"),
+                        rs.getObject("burst_end", Long.class)),
+                defaultPolicy,
+                lease.sessionId(),
+                lease.token());
         if (heads.isEmpty() || heads.getFirst().version() <= heads.getFirst().replied()) {
             return null;
         }
@@ -136,8 +154,10 @@ public class Conversation {
             toVersion = Math.min(toVersion, end);
         }
         long unanswered = toVersion - head.replied();
-        org.springframework.jdbc.core.RowMapper<Message> message = (rs, i) -> new Message(rs.getString("message_uid"),
-                rs.getString("role"), rs.getString("text"),
+        org.springframework.jdbc.core.RowMapper<Message> message = (rs, i) -> new Message(
+                rs.getString("message_uid"),
+                rs.getString("role"),
+                rs.getString("text"),
                 "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version"),
                 rs.getLong("covers_from"));
         List<Message> pending = jdbc.query(PENDING, message, lease.sessionId(), head.replied(), toVersion);
@@ -145,8 +165,8 @@ public class Conversation {
             throw new IllegalStateException("session " + lease.sessionId() + " expected " + unanswered
                     + " unanswered messages, found " + pending.size());
         }
-        List<Message> history = new ArrayList<>(jdbc.query(HISTORY_USER, message, lease.sessionId(), head.replied(),
-                historyLimit));
+        List<Message> history =
+                new ArrayList<>(jdbc.query(HISTORY_USER, message, lease.sessionId(), head.replied(), historyLimit));
         history.addAll(jdbc.query(HISTORY_REPLIES, message, lease.sessionId(), head.replied(), historyLimit));
         // a reply sits right after the last user message it covers
         history.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
@@ -156,7 +176,15 @@ public class Conversation {
             oldestInView = Math.min(oldestInView, "user".equals(m.role()) ? m.version() : m.coversFrom());
         }
         List<ToolExecutions.Execution> pairs = executions.completedPairs(lease.sessionId(), oldestInView);
-        return new Snapshot(lease.sessionId(), head.replied() + 1, toVersion, head.oldest(), history, pending, pairs,
-                head.target(), head.abandoned());
+        return new Snapshot(
+                lease.sessionId(),
+                head.replied() + 1,
+                toVersion,
+                head.oldest(),
+                history,
+                pending,
+                pairs,
+                head.target(),
+                head.abandoned());
     }
 }

@@ -1,12 +1,10 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.lease.TurnControl;
-
 import dev.settle.agent.AgentSettings;
-
+import dev.settle.agent.lease.TurnControl;
 import dev.settle.boot.PeriodicTask;
-import dev.settle.schema.SessionRules;
 import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -44,13 +42,13 @@ public class InterruptWatcher extends PeriodicTask {
 
                AND s.oldest_unanswered_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND""";
 
-    record Watched(long toVersion, TurnControl control) {
-    }
+    record Watched(long toVersion, TurnControl control) {}
 
     private final Map<Long, Watched> inFlight = new ConcurrentHashMap<>();
     private final JdbcTemplate jdbc;
     private final String defaultPolicy;
     private final long maxWaitMicros;
+
     public InterruptWatcher(JdbcTemplate jdbc, AgentSettings settings, DebounceTiming timing) {
         super("interrupt-watcher", settings.stream().interruptPoll());
         this.jdbc = jdbc;
@@ -87,17 +85,25 @@ public class InterruptWatcher extends PeriodicTask {
             if (asked.isEmpty()) {
                 continue;
             }
-            String sql = CHECK.formatted(String.join(" OR ", Collections.nCopies(asked.size(), "(s.id = ? AND s.version > ?)")));
+            String sql = CHECK.formatted(
+                    String.join(" OR ", Collections.nCopies(asked.size(), "(s.id = ? AND s.version > ?)")));
             args.add(defaultPolicy);
             args.add(maxWaitMicros);
-            jdbc.query(sql, rs -> {
-                Watched w = asked.get(rs.getLong("id"));
-                if (w != null && rs.getLong("version") > w.toVersion()
-                        && w.control().interrupt("interrupted: a newer message arrived while generating")) {
-                    log.info("session {}: version {} arrived while generating for {}; interrupted",
-                            rs.getLong("id"), rs.getLong("version"), w.toVersion());
-                }
-            }, args.toArray());
+            jdbc.query(
+                    sql,
+                    rs -> {
+                        Watched w = asked.get(rs.getLong("id"));
+                        if (w != null
+                                && rs.getLong("version") > w.toVersion()
+                                && w.control().interrupt("interrupted: a newer message arrived while generating")) {
+                            log.info(
+                                    "session {}: version {} arrived while generating for {}; interrupted",
+                                    rs.getLong("id"),
+                                    rs.getLong("version"),
+                                    w.toVersion());
+                        }
+                    },
+                    args.toArray());
         }
     }
 

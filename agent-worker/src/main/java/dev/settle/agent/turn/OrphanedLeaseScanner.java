@@ -1,7 +1,6 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.AgentSettings;
-
 import dev.settle.boot.PeriodicTask;
 import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;

@@ -1,13 +1,12 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.AgentSettings;
-
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.ChatMessage;
 import dev.langchain4j.data.message.SystemMessage;
 import dev.langchain4j.data.message.ToolExecutionResultMessage;
 import dev.langchain4j.data.message.UserMessage;
+import dev.settle.agent.AgentSettings;
 import dev.settle.agent.tools.ToolExecutions;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -32,8 +31,12 @@ public class PromptBuilder {
 
     @Autowired
     public PromptBuilder(AgentSettings settings, ObjectProvider<DefaultSystemPrompt> defaultPrompt) {
-        this(settings.agent().systemPrompt() != null ? settings.agent().systemPrompt()
-                : defaultPrompt.getIfAvailable(() -> new DefaultSystemPrompt(NEUTRAL)).text());
+        this(
+                settings.agent().systemPrompt() != null
+                        ? settings.agent().systemPrompt()
+                        : defaultPrompt
+                                .getIfAvailable(() -> new DefaultSystemPrompt(NEUTRAL))
+                                .text());
     }
 
     PromptBuilder(String systemPrompt) {
@@ -75,8 +78,11 @@ public class PromptBuilder {
                 continue;
             }
             String id = "call_settle_" + e.id();
-            ToolExecutionRequest call = ToolExecutionRequest.builder().id(id).name(e.toolName())
-                    .arguments(e.argumentsJson()).build();
+            ToolExecutionRequest call = ToolExecutionRequest.builder()
+                    .id(id)
+                    .name(e.toolName())
+                    .arguments(e.argumentsJson())
+                    .build();
             messages.add(AiMessage.from(call));
             messages.add(ToolExecutionResultMessage.from(id, e.toolName(), e.result() == null ? "" : e.result()));
         }

@@ -3,15 +3,13 @@ package dev.settle.agent.turn;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.webhook.Outbox;
-
 import dev.settle.schema.DebounceTiming;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
-import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
-
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -35,7 +33,8 @@ import java.util.UUID;
  */
 @Component
 public class ReplyCommit {
-    static final String ADVANCE = """
+    static final String ADVANCE =
+            """
             UPDATE chat_session s
                SET s.replied_version = ?,
                    s.oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
@@ -43,8 +42,7 @@ public class ReplyCommit {
              WHERE s.id = ?
                AND s.replied_version = ?
                AND (s.version = ? OR s.oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
-                    OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')"
-            + " AND " + SessionRules.LEASE_OURS;
+                    OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')" + " AND " + SessionRules.LEASE_OURS;
 
     static final String INSERT_REPLY = """
             INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
@@ -60,10 +58,15 @@ public class ReplyCommit {
     static final String SPEND_BURSTS = """
             DELETE FROM session_burst WHERE session_id = ? AND end_version <= ?""";
 
-    static final String WHY_NOT = """
+    static final String WHY_NOT =
+            """
             SELECT\s""" + SessionRules.LEASE_OURS + " AS ours, s.version FROM chat_session s WHERE s.id = ?";
 
-    public enum Outcome { COMMITTED, SUPERSEDED, LEASE_LOST }
+    public enum Outcome {
+        COMMITTED,
+        SUPERSEDED,
+        LEASE_LOST
+    }
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -71,8 +74,12 @@ public class ReplyCommit {
     private final long maxWaitMicros;
     private final String defaultPolicy;
 
-    public ReplyCommit(JdbcTemplate jdbc, PlatformTransactionManager txManager, Outbox outbox, AgentSettings settings,
-                       DebounceTiming timing) {
+    public ReplyCommit(
+            JdbcTemplate jdbc,
+            PlatformTransactionManager txManager,
+            Outbox outbox,
+            AgentSettings settings,
+            DebounceTiming timing) {
         this.jdbc = jdbc;
         this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
@@ -83,8 +90,17 @@ public class ReplyCommit {
 
     public Outcome commit(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String text) {
         Boolean committed = tx.execute(status -> {
-            int rows = jdbc.update(ADVANCE, turn.toVersion(), lease.sessionId(), turn.toVersion(), lease.sessionId(),
-                    turn.fromVersion() - 1, turn.toVersion(), maxWaitMicros, defaultPolicy, lease.token());
+            int rows = jdbc.update(
+                    ADVANCE,
+                    turn.toVersion(),
+                    lease.sessionId(),
+                    turn.toVersion(),
+                    lease.sessionId(),
+                    turn.fromVersion() - 1,
+                    turn.toVersion(),
+                    maxWaitMicros,
+                    defaultPolicy,
+                    lease.token());
             SessionLease.expectAtMostOne(rows, "advance replied_version");
             if (rows == 0) {
                 return false;
@@ -114,8 +130,8 @@ public class ReplyCommit {
     }
 
     private boolean leaseLive(SessionLease.Lease lease) {
-        Boolean ours = jdbc.query(WHY_NOT, rs -> rs.next() ? rs.getBoolean("ours") : false, lease.token(),
-                lease.sessionId());
+        Boolean ours =
+                jdbc.query(WHY_NOT, rs -> rs.next() ? rs.getBoolean("ours") : false, lease.token(), lease.sessionId());
         return Boolean.TRUE.equals(ours);
     }
 }

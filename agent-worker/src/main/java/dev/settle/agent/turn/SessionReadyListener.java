@@ -1,6 +1,5 @@
 package dev.settle.agent.turn;
 
-
 import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;

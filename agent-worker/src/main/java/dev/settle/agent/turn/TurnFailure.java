@@ -2,7 +2,6 @@ package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.webhook.Outbox;
-
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;

@@ -1,14 +1,12 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.lease.TurnControl;
-
 import dev.settle.agent.lease.Heartbeats;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.lease.TurnControl;
 import dev.settle.agent.model.ModelStream;
 import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.stream.TurnStreams;
-
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,9 +48,18 @@ public class TurnRunner {
     private final WorkWaker waker;
     private final MeterRegistry meters;
 
-    public TurnRunner(SessionLease leases, Heartbeats heartbeats, Conversation conversation, Turns turns,
-                      AgentLoop agent, TurnStreams streams, InterruptWatcher interrupts, ReplyCommit replies,
-                      TurnFailure failures, WorkWaker waker, MeterRegistry meters) {
+    public TurnRunner(
+            SessionLease leases,
+            Heartbeats heartbeats,
+            Conversation conversation,
+            Turns turns,
+            AgentLoop agent,
+            TurnStreams streams,
+            InterruptWatcher interrupts,
+            ReplyCommit replies,
+            TurnFailure failures,
+            WorkWaker waker,
+            MeterRegistry meters) {
         this.leases = leases;
         this.heartbeats = heartbeats;
         this.conversation = conversation;
@@ -86,7 +93,8 @@ public class TurnRunner {
      */
     public TurnOutcome run(long sessionId, long readyVersion) {
         SessionLease.Lease lease = leases.claim(sessionId);
-        meters.counter("settle.lease.claims", "result", lease == null ? "busy" : "acquired").increment();
+        meters.counter("settle.lease.claims", "result", lease == null ? "busy" : "acquired")
+                .increment();
         if (lease == null) {
             return TurnOutcome.BUSY;
         }
@@ -149,8 +157,12 @@ public class TurnRunner {
             persisted = stream.finish();
         }
         if (!persisted.equals(text)) {
-            log.error("session {} turn {}: persisted stream ({} chars) differs from the model's text ({} chars); failing the turn",
-                    lease.sessionId(), turnId, persisted.length(), text.length());
+            log.error(
+                    "session {} turn {}: persisted stream ({} chars) differs from the model's text ({} chars); failing the turn",
+                    lease.sessionId(),
+                    turnId,
+                    persisted.length(),
+                    text.length());
             failures.record(lease, turnId, turn, "persisted stream differs from the model's text");
             return TurnOutcome.FAILED;
         }
@@ -159,10 +171,15 @@ public class TurnRunner {
         }
         return switch (replies.commit(lease, turnId, turn, text)) {
             case COMMITTED -> {
-                log.info("session {}: reply committed for versions {}-{}", lease.sessionId(), turn.fromVersion(), turn.toVersion());
+                log.info(
+                        "session {}: reply committed for versions {}-{}",
+                        lease.sessionId(),
+                        turn.fromVersion(),
+                        turn.toVersion());
                 yield TurnOutcome.COMMITTED;
             }
-            case SUPERSEDED -> discard(lease, turnId, turn, "superseded: a newer message arrived while generating", usage);
+            case SUPERSEDED ->
+                discard(lease, turnId, turn, "superseded: a newer message arrived while generating", usage);
             case LEASE_LOST -> {
                 meters.counter("settle.lease.fenced").increment(); // the commit was refused by the fence
                 yield TurnOutcome.LEASE_LOST;
@@ -170,13 +187,17 @@ public class TurnRunner {
         };
     }
 
-    private TurnOutcome discard(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String reason,
-                           AgentLoop.Usage usage) {
+    private TurnOutcome discard(
+            SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String reason, AgentLoop.Usage usage) {
         if (turns.discard(lease, turnId, reason, usage.spent())) {
             meters.counter("settle.discarded.tokens").increment(turns.tokens(turnId));
         }
-        log.info("session {}: turn for versions {}-{} discarded ({})", lease.sessionId(), turn.fromVersion(),
-                turn.toVersion(), reason);
+        log.info(
+                "session {}: turn for versions {}-{} discarded ({})",
+                lease.sessionId(),
+                turn.fromVersion(),
+                turn.toVersion(),
+                reason);
         return TurnOutcome.DISCARDED;
     }
 }

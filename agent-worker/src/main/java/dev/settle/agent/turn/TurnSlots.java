@@ -1,7 +1,6 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.AgentSettings;
-
 import org.springframework.stereotype.Component;
 
 import java.util.concurrent.Semaphore;

@@ -1,13 +1,11 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
-
+import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
-
-import dev.settle.schema.SessionEvents;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.TransactionStatus;
@@ -112,20 +110,25 @@ public class Turns {
 
     private long insert(SessionLease.Lease lease, long fromVersion, long toVersion) {
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
-        jdbc.update(c -> {
-            PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
-            ps.setLong(1, lease.sessionId());
-            ps.setString(2, lease.token());
-            ps.setLong(3, lease.epoch());
-            ps.setLong(4, fromVersion);
-            ps.setLong(5, toVersion);
-            return ps;
-        }, keys);
+        jdbc.update(
+                c -> {
+                    PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
+                    ps.setLong(1, lease.sessionId());
+                    ps.setString(2, lease.token());
+                    ps.setLong(3, lease.epoch());
+                    ps.setLong(4, fromVersion);
+                    ps.setLong(5, toVersion);
+                    return ps;
+                },
+                keys);
         return keys.getKey().longValue();
     }
 
     /** How a turn ends without a reply; COMMITTED is written by {@link ReplyCommit}. */
-    public enum Ending { DISCARDED, FAILED }
+    public enum Ending {
+        DISCARDED,
+        FAILED
+    }
 
     /** @return false when the lease is gone (the next holder closes the turn) */
     public boolean end(SessionLease.Lease lease, long turnId, Ending ending, String reason) {
@@ -153,7 +156,12 @@ public class Turns {
                 return false;
             }
             if (spent.callCutOff()) {
-                jdbc.update(ESTIMATE_USAGE, spent.promptChars() / 4, spent.streamedChars() / 4, turnId, lease.token(),
+                jdbc.update(
+                        ESTIMATE_USAGE,
+                        spent.promptChars() / 4,
+                        spent.streamedChars() / 4,
+                        turnId,
+                        lease.token(),
                         lease.token());
             }
             jdbc.update(STREAMED, spent.streamedChars(), turnId, lease.token(), lease.token());
@@ -169,7 +177,8 @@ public class Turns {
 
     /** Tokens (prompt + completion) spent by a discarded turn, for the metric. */
     public long tokens(long turnId) {
-        Long tokens = jdbc.queryForObject("SELECT prompt_tokens + completion_tokens FROM chat_turn WHERE id = ?", Long.class, turnId);
+        Long tokens = jdbc.queryForObject(
+                "SELECT prompt_tokens + completion_tokens FROM chat_turn WHERE id = ?", Long.class, turnId);
         return tokens == null ? 0 : tokens;
     }
 
@@ -187,12 +196,18 @@ public class Turns {
      *
      * @return false when the event was refused
      */
-    static boolean announce(JdbcTemplate jdbc, TransactionStatus status, SessionLease.Lease lease, String type,
-                            long turnId, Map<String, Object> data) {
+    static boolean announce(
+            JdbcTemplate jdbc,
+            TransactionStatus status,
+            SessionLease.Lease lease,
+            String type,
+            long turnId,
+            Map<String, Object> data) {
         Map<String, Object> event = new LinkedHashMap<>();
         event.put("turnId", turnId);
         event.putAll(data);
-        if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, event))) {
+        if (!SessionEvents.append(
+                jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, event))) {
             status.setRollbackOnly();
             return false;
         }

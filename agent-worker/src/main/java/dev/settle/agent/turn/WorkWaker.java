@@ -1,7 +1,7 @@
 package dev.settle.agent.turn;
 
-import dev.settle.schema.SessionRules;
 import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
@@ -35,8 +35,7 @@ public class WorkWaker {
             VALUES (?, ?, ?, ?, 'agent', UTC_TIMESTAMP(6))
             ON DUPLICATE KEY UPDATE session_id = debounce_timer.session_id""";
 
-    private record Pending(LocalDateTime fireAt, LocalDateTime deadlineAt, long version) {
-    }
+    private record Pending(LocalDateTime fireAt, LocalDateTime deadlineAt, long version) {}
 
     private final JdbcTemplate jdbc;
     private final long windowMicros;
@@ -49,13 +48,23 @@ public class WorkWaker {
     }
 
     public void rearmIfPending(long sessionId) {
-        List<Pending> pending = jdbc.query(PENDING, (rs, i) -> new Pending(rs.getObject("fire_at", LocalDateTime.class),
-                rs.getObject("deadline_at", LocalDateTime.class), rs.getLong("version")),
-                windowMicros, maxWaitMicros, maxWaitMicros, sessionId);
+        List<Pending> pending = jdbc.query(
+                PENDING,
+                (rs, i) -> new Pending(
+                        rs.getObject("fire_at", LocalDateTime.class),
+                        rs.getObject("deadline_at", LocalDateTime.class),
+                        rs.getLong("version")),
+                windowMicros,
+                maxWaitMicros,
+                maxWaitMicros,
+                sessionId);
         for (Pending p : pending) {
-            jdbc.update(REARM, sessionId, dev.settle.schema.DbTime.text(p.fireAt()),
-                    dev.settle.schema.DbTime.text(p.deadlineAt()), p.version());
+            jdbc.update(
+                    REARM,
+                    sessionId,
+                    dev.settle.schema.DbTime.text(p.fireAt()),
+                    dev.settle.schema.DbTime.text(p.deadlineAt()),
+                    p.version());
         }
     }
-
 }

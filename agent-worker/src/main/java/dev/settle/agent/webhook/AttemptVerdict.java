@@ -21,24 +21,20 @@ public sealed interface AttemptVerdict {
     /** {@code webhook-delivery} header value by which a receiver stops all retries of this message. */
     String ABORT_MESSAGE = "abort-message";
 
-    record Delivered(int status) implements AttemptVerdict {
-    }
+    record Delivered(int status) implements AttemptVerdict {}
 
-    record Retry(Duration delay, Integer status, String error) implements AttemptVerdict {
-    }
+    record Retry(Duration delay, Integer status, String error) implements AttemptVerdict {}
 
-    record Failed(Integer status, String error, boolean disableEndpoint) implements AttemptVerdict {
-    }
+    record Failed(Integer status, String error, boolean disableEndpoint) implements AttemptVerdict {}
 
-    record Released(String error) implements AttemptVerdict {
-    }
+    record Released(String error) implements AttemptVerdict {}
 
     /**
      * @param attemptsMade attempts made in this round, this one included
      * @param now          the reference for a Retry-After HTTP-date when the response has no Date header
      */
-    static AttemptVerdict of(WebhookSender.Result r, int attemptsMade, RetrySchedule schedule, Duration maxRetryAfter,
-                             Instant now) {
+    static AttemptVerdict of(
+            WebhookSender.Result r, int attemptsMade, RetrySchedule schedule, Duration maxRetryAfter, Instant now) {
         if (r.ok()) {
             return new Delivered(r.status());
         }
@@ -47,17 +43,23 @@ public sealed interface AttemptVerdict {
         }
         String error = describe(r);
         if (r.status() != null && r.status() == 410) {
-            return new Failed(410, "endpoint gone: HTTP 410, endpoint disabled; no delivery is attempted to it "
-                    + "until an operator retry is acknowledged", true);
+            return new Failed(
+                    410,
+                    "endpoint gone: HTTP 410, endpoint disabled; no delivery is attempted to it "
+                            + "until an operator retry is acknowledged",
+                    true);
         }
         if (r.deliveryDirective() != null && r.deliveryDirective().trim().equalsIgnoreCase(ABORT_MESSAGE)) {
-            return new Failed(r.status(), "aborted by receiver (webhook-delivery: abort-message) after " + error,
-                    false);
+            return new Failed(
+                    r.status(), "aborted by receiver (webhook-delivery: abort-message) after " + error, false);
         }
         Optional<Duration> next = schedule.after(attemptsMade);
         if (next.isEmpty()) {
-            return new Failed(r.status(), "exhausted: " + attemptsMade + " attempt" + (attemptsMade == 1 ? "" : "s")
-                    + " failed, the last with " + error, false);
+            return new Failed(
+                    r.status(),
+                    "exhausted: " + attemptsMade + " attempt" + (attemptsMade == 1 ? "" : "s")
+                            + " failed, the last with " + error,
+                    false);
         }
         Duration delay = next.get();
         if (r.status() != null && (r.status() == 429 || r.status() == 503)) {

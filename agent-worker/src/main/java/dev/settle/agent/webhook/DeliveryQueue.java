@@ -1,8 +1,7 @@
 package dev.settle.agent.webhook;
 
-import dev.settle.schema.SessionEvents;
-
 import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionEvents;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.PessimisticLockingFailureException;
@@ -134,9 +133,21 @@ public class DeliveryQueue {
      *                        null = the deployment's endpoint, signed with SETTLE_WEBHOOK_SECRET
      * @param secrets         the owner's signing secrets as stored now (a PATCH signs the next attempt)
      */
-    public record Claim(long id, String token, String webhookId, long sessionId, String payload, int attempt,
-                        int attemptInRound, String endpointUrl, boolean operatorRound, Instant disabledAt,
-                        String disabledReason, long timestamp, String owner, String secrets) {
+    public record Claim(
+            long id,
+            String token,
+            String webhookId,
+            long sessionId,
+            String payload,
+            int attempt,
+            int attemptInRound,
+            String endpointUrl,
+            boolean operatorRound,
+            Instant disabledAt,
+            String disabledReason,
+            long timestamp,
+            String owner,
+            String secrets) {
         public boolean endpointDisabled() {
             return disabledAt != null;
         }
@@ -170,13 +181,29 @@ public class DeliveryQueue {
                 if (rows != 1) {
                     throw new IllegalStateException("claim of delivery " + id + " touched " + rows + " rows");
                 }
-                Claim c = jdbc.queryForObject(READ, (rs, i) -> new Claim(id, token, rs.getString("webhook_id"),
-                        rs.getLong("session_id"), rs.getString("payload"), rs.getInt("attempts"),
-                        rs.getInt("attempts") - rs.getInt("attempts_before_replay"), rs.getString("endpoint_url"),
-                        rs.getBoolean("operator_round"), DbTime.instant(rs, "disabled_at"),
-                        rs.getString("disabled_reason"), rs.getLong("now_epoch"),
-                        owner(rs.getString("tenant_id"), rs.getString("tenant_url"), rs.getString("endpoint_url"),
-                                defaultUrl), rs.getString("webhook_secrets")), id, token);
+                Claim c = jdbc.queryForObject(
+                        READ,
+                        (rs, i) -> new Claim(
+                                id,
+                                token,
+                                rs.getString("webhook_id"),
+                                rs.getLong("session_id"),
+                                rs.getString("payload"),
+                                rs.getInt("attempts"),
+                                rs.getInt("attempts") - rs.getInt("attempts_before_replay"),
+                                rs.getString("endpoint_url"),
+                                rs.getBoolean("operator_round"),
+                                DbTime.instant(rs, "disabled_at"),
+                                rs.getString("disabled_reason"),
+                                rs.getLong("now_epoch"),
+                                owner(
+                                        rs.getString("tenant_id"),
+                                        rs.getString("tenant_url"),
+                                        rs.getString("endpoint_url"),
+                                        defaultUrl),
+                                rs.getString("webhook_secrets")),
+                        id,
+                        token);
                 if (c.attempt() > 1) {
                     jdbc.update(MARK_ABANDONED, id, c.attempt());
                 }
@@ -221,16 +248,23 @@ public class DeliveryQueue {
      */
     /** Appends delivery.exhausted to the session's event stream, in the transaction that made it FAILED. */
     private void announceExhausted(long deliveryId) {
-        jdbc.query(EXHAUSTED, rs -> {
-            Map<String, Object> data = new LinkedHashMap<>();
-            data.put("deliveryId", rs.getLong("id"));
-            data.put("webhookId", rs.getString("webhook_id"));
-            data.put("eventType", rs.getString("event_type"));
-            data.put("attempts", rs.getInt("attempts"));
-            data.put("lastStatus", rs.getObject("last_status"));
-            data.put("reason", rs.getString("last_error"));
-            SessionEvents.append(jdbc, rs.getLong("session_id"), null, SessionEvents.Event.of("delivery.exhausted", null, data));
-        }, deliveryId);
+        jdbc.query(
+                EXHAUSTED,
+                rs -> {
+                    Map<String, Object> data = new LinkedHashMap<>();
+                    data.put("deliveryId", rs.getLong("id"));
+                    data.put("webhookId", rs.getString("webhook_id"));
+                    data.put("eventType", rs.getString("event_type"));
+                    data.put("attempts", rs.getInt("attempts"));
+                    data.put("lastStatus", rs.getObject("last_status"));
+                    data.put("reason", rs.getString("last_error"));
+                    SessionEvents.append(
+                            jdbc,
+                            rs.getLong("session_id"),
+                            null,
+                            SessionEvents.Event.of("delivery.exhausted", null, data));
+                },
+                deliveryId);
     }
 
     public boolean finish(Claim c, Integer status, long latencyMicros, String attemptError, AttemptVerdict verdict) {
@@ -239,7 +273,7 @@ public class DeliveryQueue {
             int rows = switch (verdict) {
                 case AttemptVerdict.Delivered d -> jdbc.update(DELIVERED, d.status(), c.id(), c.token());
                 case AttemptVerdict.Retry r ->
-                        jdbc.update(RETRY, micros(r.delay()), r.status(), truncate(r.error()), c.id(), c.token());
+                    jdbc.update(RETRY, micros(r.delay()), r.status(), truncate(r.error()), c.id(), c.token());
                 case AttemptVerdict.Failed f -> jdbc.update(DEAD, f.status(), truncate(f.error()), c.id(), c.token());
                 case AttemptVerdict.Released r -> jdbc.update(RELEASE, truncate(r.error()), c.id(), c.token());
             };
@@ -248,11 +282,16 @@ public class DeliveryQueue {
                     announceExhausted(c.id());
                 }
                 if (f.disableEndpoint()) {
-                    endpoints.disable(c.endpointUrl(), "HTTP 410 Gone answered to " + c.webhookId()
-                            + " (delivery " + c.id() + ", attempt " + c.attempt() + ")");
+                    endpoints.disable(
+                            c.endpointUrl(),
+                            "HTTP 410 Gone answered to " + c.webhookId() + " (delivery " + c.id() + ", attempt "
+                                    + c.attempt() + ")");
                 }
             }
-            if (verdict instanceof AttemptVerdict.Delivered && rows == 1 && c.operatorRound() && c.endpointDisabled()
+            if (verdict instanceof AttemptVerdict.Delivered
+                    && rows == 1
+                    && c.operatorRound()
+                    && c.endpointDisabled()
                     && endpoints.enable(c.endpointUrl())) {
                 log.info("webhook endpoint {} re-enabled: it acknowledged an operator retry", c.endpointUrl());
             }

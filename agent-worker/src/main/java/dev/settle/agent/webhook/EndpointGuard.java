@@ -161,8 +161,9 @@ public final class EndpointGuard {
     }
 
     /** fd00:ec2::254, the IPv6 address of the EC2 instance metadata service (inside fc00::/7). */
-    private static final byte[] AWS_METADATA_V6 = {(byte) 0xfd, 0, 0x0e, (byte) 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-            0x02, 0x54};
+    private static final byte[] AWS_METADATA_V6 = {
+        (byte) 0xfd, 0, 0x0e, (byte) 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54
+    };
 
     private static String forbiddenV6(byte[] b) {
         boolean first8Zero = true;
@@ -233,7 +234,9 @@ public final class EndpointGuard {
     private static String embedded(String what, byte[] b, int offset) {
         byte[] v4 = {b[offset], b[offset + 1], b[offset + 2], b[offset + 3]};
         String inner = forbiddenV4(v4);
-        return inner == null ? null : "the " + what + " " + (v4[0] & 0xff) + "." + (v4[1] & 0xff) + "."
-                + (v4[2] & 0xff) + "." + (v4[3] & 0xff) + ", " + inner;
+        return inner == null
+                ? null
+                : "the " + what + " " + (v4[0] & 0xff) + "." + (v4[1] & 0xff) + "." + (v4[2] & 0xff) + "."
+                        + (v4[3] & 0xff) + ", " + inner;
     }
 }

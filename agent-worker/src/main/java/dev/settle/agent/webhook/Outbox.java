@@ -1,14 +1,13 @@
 package dev.settle.agent.webhook;
 
-
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import tools.jackson.databind.json.JsonMapper;
 
 import java.time.Instant;
-import java.util.List;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -34,16 +33,14 @@ public class Outbox {
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id WHERE s.id = ?""";
 
     /** The session's client-facing id and its tenant's webhook URL (null = the deployment's). */
-    public record Target(String externalId, String url) {
-    }
+    public record Target(String externalId, String url) {}
 
     /**
      * What a delivery covers: the session, the last version answered and the ids of the messages answered.
      *
      * @param target where it goes (null: looked up by {@link #SESSION})
      */
-    public record Span(long sessionId, long coversVersion, List<String> messageIds, Target target) {
-    }
+    public record Span(long sessionId, long coversVersion, List<String> messageIds, Target target) {}
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private final JdbcTemplate jdbc;
@@ -51,7 +48,8 @@ public class Outbox {
     private final RetrySchedule schedule;
     private final ApplicationEventPublisher events;
 
-    public Outbox(JdbcTemplate jdbc, DefaultEndpoint endpoint, RetrySchedule schedule, ApplicationEventPublisher events) {
+    public Outbox(
+            JdbcTemplate jdbc, DefaultEndpoint endpoint, RetrySchedule schedule, ApplicationEventPublisher events) {
         this.jdbc = jdbc;
         this.endpoint = endpoint;
         this.schedule = schedule;
@@ -73,8 +71,8 @@ public class Outbox {
     }
 
     private Target target(long sessionId) {
-        return jdbc.queryForObject(SESSION, (rs, i) -> new Target(rs.getString("external_id"),
-                rs.getString("webhook_url")), sessionId);
+        return jdbc.queryForObject(
+                SESSION, (rs, i) -> new Target(rs.getString("external_id"), rs.getString("webhook_url")), sessionId);
     }
 
     private void insert(String type, String id, Span span, Map<String, Object> extra) {
@@ -89,8 +87,13 @@ public class Outbox {
         envelope.put("type", type);
         envelope.put("timestamp", Instant.now().toString());
         envelope.put("data", data);
-        jdbc.update(INSERT, "wh_" + id, sessionId, type,
-                target.url() != null ? target.url() : endpoint.url(), JSON.writeValueAsString(envelope),
+        jdbc.update(
+                INSERT,
+                "wh_" + id,
+                sessionId,
+                type,
+                target.url() != null ? target.url() : endpoint.url(),
+                JSON.writeValueAsString(envelope),
                 schedule.first().toNanos() / 1000);
         events.publishEvent(new OutboxWritten(sessionId)); // wakes this instance's dispatcher after the commit
     }

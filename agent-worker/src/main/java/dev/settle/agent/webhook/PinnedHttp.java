@@ -51,8 +51,7 @@ public final class PinnedHttp {
         }
     };
 
-    private PinnedHttp() {
-    }
+    private PinnedHttp() {}
 
     /** @param timeout connect and socket timeout of every connection */
     public static CloseableHttpClient client(Duration timeout, TlsSocketStrategy tls) {
@@ -84,14 +83,22 @@ public final class PinnedHttp {
      *
      * @throws HttpHostConnectException when every address refused the connection: nothing was sent
      */
-    public static <T> T execute(CloseableHttpClient http, URI uri, List<InetAddress> checked, ClassicHttpRequest request,
-                                HttpClientResponseHandler<T> handler) throws IOException {
+    public static <T> T execute(
+            CloseableHttpClient http,
+            URI uri,
+            List<InetAddress> checked,
+            ClassicHttpRequest request,
+            HttpClientResponseHandler<T> handler)
+            throws IOException {
         String hostName = hostName(uri);
         HttpHostConnectException refused = null;
         for (InetAddress address : checked) {
             try {
-                return http.execute(new HttpHost(uri.getScheme(), address, hostName, uri.getPort()), request,
-                        HttpClientContext.create(), handler);
+                return http.execute(
+                        new HttpHost(uri.getScheme(), address, hostName, uri.getPort()),
+                        request,
+                        HttpClientContext.create(),
+                        handler);
             } catch (HttpHostConnectException e) { // nothing was sent to this address
                 refused = e;
             }

@@ -14,8 +14,7 @@ import java.util.Optional;
  * default 1 h) so that a receiver cannot park a delivery for days; a date in the past means "now".
  */
 final class RetryAfter {
-    private RetryAfter() {
-    }
+    private RetryAfter() {}
 
     /** @return the delay, or empty when the header is absent or unreadable (then the schedule decides) */
     static Optional<Duration> parse(String value, String dateHeader, Instant now, Duration cap) {

@@ -59,8 +59,11 @@ public class WebhookDispatcher extends PeriodicTask {
     /** The longest pause after a failed round (the database away). */
     static final Duration FAILURE_BACKOFF = Duration.ofSeconds(1);
     /** A delivery to the deployment's endpoint while it has no secret and unsigned requests are not allowed. */
-    static final WebhookSender.Result UNSIGNED_REFUSED = WebhookSender.Result.failed("SETTLE_WEBHOOK_SECRET is not "
-            + "set and SETTLE_WEBHOOK_ALLOWUNSIGNED is false: webhooks are not sent unsigned; not sent", 0, false);
+    static final WebhookSender.Result UNSIGNED_REFUSED = WebhookSender.Result.failed(
+            "SETTLE_WEBHOOK_SECRET is not "
+                    + "set and SETTLE_WEBHOOK_ALLOWUNSIGNED is false: webhooks are not sent unsigned; not sent",
+            0,
+            false);
 
     private final DeliveryQueue queue;
     private final WebhookSender sender;
@@ -72,13 +75,20 @@ public class WebhookDispatcher extends PeriodicTask {
     private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
     /** Released after a commit that wrote a delivery row: the loop stops waiting for its poll interval. */
     private final Semaphore wake = new Semaphore(0);
+
     private volatile ExecutorService attempts;
     /** Set while stopping: a round in progress starts nothing more and does not wait. */
     private volatile boolean stopping;
+
     private final MeterRegistry meters;
 
-    public WebhookDispatcher(DeliveryQueue queue, WebhookSender sender, RetrySchedule schedule,
-                             DefaultEndpoint defaultEndpoint, AgentSettings settings, MeterRegistry meters) {
+    public WebhookDispatcher(
+            DeliveryQueue queue,
+            WebhookSender sender,
+            RetrySchedule schedule,
+            DefaultEndpoint defaultEndpoint,
+            AgentSettings settings,
+            MeterRegistry meters) {
         super("webhook-dispatcher", FAILURE_BACKOFF);
         this.meters = meters;
         this.queue = queue;
@@ -159,35 +169,47 @@ public class WebhookDispatcher extends PeriodicTask {
             if (claim.endpointDisabled() && !claim.operatorRound()) {
                 status = null;
                 latencyMicros = 0;
-                attemptError = "endpoint disabled since " + claim.disabledAt() + " (" + claim.disabledReason()
-                        + "); not sent";
+                attemptError =
+                        "endpoint disabled since " + claim.disabledAt() + " (" + claim.disabledReason() + "); not sent";
                 verdict = new AttemptVerdict.Failed(null, attemptError, false);
             } else {
-                WebhookSender.Result result = claim.owner() == null && !sender.signsForDeployment()
-                        && !settings.allowunsigned() ? UNSIGNED_REFUSED
-                        : sender.send(claim.endpointUrl(), claim.webhookId(), claim.timestamp(), claim.payload(),
-                                claim.owner(), claim.secrets());
+                WebhookSender.Result result =
+                        claim.owner() == null && !sender.signsForDeployment() && !settings.allowunsigned()
+                                ? UNSIGNED_REFUSED
+                                : sender.send(
+                                        claim.endpointUrl(),
+                                        claim.webhookId(),
+                                        claim.timestamp(),
+                                        claim.payload(),
+                                        claim.owner(),
+                                        claim.secrets());
                 if (result.interrupted()) {
                     Thread.interrupted(); // record the hand-back before the thread ends
                 }
                 status = result.status();
                 latencyMicros = result.latencyMicros();
                 attemptError = result.ok() ? null : AttemptVerdict.describe(result);
-                verdict = AttemptVerdict.of(result, claim.attemptInRound(), schedule, settings.maxRetryAfter(),
-                        Instant.now());
+                verdict = AttemptVerdict.of(
+                        result, claim.attemptInRound(), schedule, settings.maxRetryAfter(), Instant.now());
             }
             boolean ours = queue.finish(claim, status, latencyMicros, attemptError, verdict);
             meters.timer("settle.webhook.attempts", "outcome", outcome(verdict, status))
                     .record(Duration.ofNanos(latencyMicros * 1000));
             if (!ours) {
-                log.info("webhook {} attempt {}: the claim expired before its outcome was recorded; another "
-                        + "dispatcher owns the delivery now", claim.webhookId(), claim.attempt());
+                log.info(
+                        "webhook {} attempt {}: the claim expired before its outcome was recorded; another "
+                                + "dispatcher owns the delivery now",
+                        claim.webhookId(),
+                        claim.attempt());
             } else if (verdict instanceof AttemptVerdict.Failed f) {
                 log.warn("webhook {} FAILED after attempt {}: {}", claim.webhookId(), claim.attempt(), f.error());
             }
         } catch (RuntimeException e) {
-            log.warn("webhook {}: could not record attempt {} ({}); its claim expires and it is retried",
-                    claim.webhookId(), claim.attempt(), e.toString());
+            log.warn(
+                    "webhook {}: could not record attempt {} ({}); its claim expires and it is retried",
+                    claim.webhookId(),
+                    claim.attempt(),
+                    e.toString());
         }
     }
 

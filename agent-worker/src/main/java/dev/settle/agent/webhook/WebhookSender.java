@@ -1,7 +1,6 @@
 package dev.settle.agent.webhook;
 
 import com.standardwebhooks.Webhook;
-
 import org.apache.hc.client5.http.ConnectTimeoutException;
 import org.apache.hc.client5.http.classic.methods.HttpPost;
 import org.apache.hc.client5.http.config.RequestConfig;
@@ -63,8 +62,15 @@ final class WebhookSender implements AutoCloseable {
      * What happened: {@code status} null when no answer came ({@code error} says why; {@code sent} false when
      * the guard refused and nothing left this process); the headers that steer the retry.
      */
-    public record Result(Integer status, String error, long latencyMicros, boolean sent, String retryAfter,
-                         String date, String deliveryDirective, String location) {
+    public record Result(
+            Integer status,
+            String error,
+            long latencyMicros,
+            boolean sent,
+            String retryAfter,
+            String date,
+            String deliveryDirective,
+            String location) {
         static Result failed(String error, long latencyMicros, boolean sent) {
             return new Result(null, error, latencyMicros, sent, null, null, null, null);
         }
@@ -90,6 +96,7 @@ final class WebhookSender implements AutoCloseable {
      * string) signs the next attempt.
      */
     private final Map<String, List<Webhook>> tenantSigners = new ConcurrentHashMap<>();
+
     private final EndpointGuard guard;
     private final Duration timeout;
 
@@ -152,14 +159,19 @@ final class WebhookSender implements AutoCloseable {
             if (tenant == null) {
                 signers = this.signers;
             } else if (secrets == null || secrets.isBlank()) {
-                return Result.failed("tenant " + tenant + " has no webhook signing secret; set its webhookSecrets "
-                        + "(admin API); not sent", micros(started), false);
+                return Result.failed(
+                        "tenant " + tenant + " has no webhook signing secret; set its webhookSecrets "
+                                + "(admin API); not sent",
+                        micros(started),
+                        false);
             } else {
                 signers = tenantSigners.computeIfAbsent(secrets, WebhookSender::signers);
             }
         } catch (IllegalArgumentException e) {
-            return Result.failed("tenant " + tenant + "'s webhook secrets are invalid: " + e.getMessage()
-                    + "; not sent", micros(started), false);
+            return Result.failed(
+                    "tenant " + tenant + "'s webhook secrets are invalid: " + e.getMessage() + "; not sent",
+                    micros(started),
+                    false);
         }
         long deadline = started + timeout.toNanos();
         URI uri;
@@ -230,8 +242,15 @@ final class WebhookSender implements AutoCloseable {
     private Result exchange(HttpPost request, URI uri, List<InetAddress> addresses, long started) throws IOException {
         return PinnedHttp.execute(http, uri, addresses, request, (ClassicHttpResponse r) -> {
             EntityUtils.consume(r.getEntity());
-            return new Result(r.getCode(), null, micros(started), true, header(r, "retry-after"),
-                    header(r, "date"), header(r, "webhook-delivery"), header(r, "location"));
+            return new Result(
+                    r.getCode(),
+                    null,
+                    micros(started),
+                    true,
+                    header(r, "retry-after"),
+                    header(r, "date"),
+                    header(r, "webhook-delivery"),
+                    header(r, "location"));
         });
     }
 
@@ -270,8 +289,11 @@ final class WebhookSender implements AutoCloseable {
             return new Checked(lookup.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS), null);
         } catch (TimeoutException e) {
             lookup.cancel(true);
-            return Checked.failed(Result.failed("timeout: resolving " + uri.getHost() + " took longer than the "
-                    + timeout.toMillis() + " ms deadline; not sent", micros(started), false));
+            return Checked.failed(Result.failed(
+                    "timeout: resolving " + uri.getHost() + " took longer than the " + timeout.toMillis()
+                            + " ms deadline; not sent",
+                    micros(started),
+                    false));
         } catch (InterruptedException e) {
             lookup.cancel(true);
             Thread.currentThread().interrupt();
@@ -282,11 +304,11 @@ final class WebhookSender implements AutoCloseable {
                 return Checked.failed(Result.failed(cause.getMessage() + "; not sent", micros(started), false));
             }
             if (cause instanceof UnknownHostException) {
-                return Checked.failed(Result.failed("DNS: cannot resolve " + cause.getMessage() + "; not sent",
-                        micros(started), false));
+                return Checked.failed(Result.failed(
+                        "DNS: cannot resolve " + cause.getMessage() + "; not sent", micros(started), false));
             }
-            return Checked.failed(Result.failed("DNS: resolving " + uri.getHost() + " failed: " + cause
-                    + "; not sent", micros(started), false));
+            return Checked.failed(Result.failed(
+                    "DNS: resolving " + uri.getHost() + " failed: " + cause + "; not sent", micros(started), false));
         }
     }
 

@@ -1,11 +1,9 @@
 package dev.settle.agent.lease;
 
 import dev.settle.agent.TestAgent;
-
 import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.Turns;
-
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -94,21 +92,27 @@ class SessionLeaseTest {
         Thread.sleep(1500); // paused past the 1 s TTL
         assertFalse(leases.heartbeat(lease));
         assertEquals(ReplyCommit.Outcome.LEASE_LOST, replies.commit(lease, turnId, turn, "late reply"));
-        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(
+                0,
+                agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
         assertEquals(0, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
-        assertEquals("RUNNING", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
+        assertEquals(
+                "RUNNING", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
 
         // the successor closes the abandoned turn and answers
         SessionLease.Lease successor = leases.claim(session);
         assertEquals(lease.epoch() + 1, successor.epoch());
         Conversation.Snapshot again = conversation.load(successor);
         long next = turns.begin(successor, again.fromVersion(), again.toVersion());
-        assertEquals("FAILED", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
+        assertEquals(
+                "FAILED", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
         assertEquals(ReplyCommit.Outcome.COMMITTED, replies.commit(successor, next, again, "the reply"));
         // and the old holder, resuming now, is fenced by the new token too
         assertEquals(ReplyCommit.Outcome.LEASE_LOST, replies.commit(lease, turnId, turn, "late reply"));
-        assertEquals(1, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(
+                1,
+                agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(1, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
         leases.release(successor);
     }
@@ -125,8 +129,12 @@ class SessionLeaseTest {
         }
         SessionLease.Lease stolen = held.get(3);
         SessionLease.Lease expired = held.get(550);
-        agent.jdbc.update("UPDATE chat_session SET lease_token = 'someone-else', lease_epoch = lease_epoch + 1 WHERE id = ?", stolen.sessionId());
-        agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", expired.sessionId());
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_token = 'someone-else', lease_epoch = lease_epoch + 1 WHERE id = ?",
+                stolen.sessionId());
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?",
+                expired.sessionId());
         // the scheduled rounds (every 333 ms) run meanwhile; after 700 ms an unrenewed lease would be near expiry
         long until = System.nanoTime() + 700_000_000L;
         while (System.nanoTime() < until) {
@@ -137,7 +145,8 @@ class SessionLeaseTest {
             boolean shouldLive = i != 3 && i != 550;
             assertEquals(shouldLive, beats.get(i).alive(), "lease " + i);
         }
-        String ids = String.join(",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+        String ids = String.join(
+                ",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
         assertEquals(598, agent.count("""
                 SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
                    AND lease_expires_at > UTC_TIMESTAMP(6) + INTERVAL 500000 MICROSECOND
@@ -158,9 +167,12 @@ class SessionLeaseTest {
             for (int i = 0; i < 50; i++) {
                 held.add(leases.claim(agent.sessionWithMessages(1)));
             }
-            String ids = String.join(",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+            String ids = String.join(
+                    ",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
             // long leases, so that a renewal (to the 1 s TTL) is seen, and a loaded machine loses none meanwhile
-            agent.jdbc.update("UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN (" + ids + ")");
+            agent.jdbc.update(
+                    "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN ("
+                            + ids + ")");
             held.forEach(lease -> beats.add(heartbeats.start(lease)));
             SessionLease.Lease busy = held.get(20);
             try (java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection()) {
@@ -175,8 +187,7 @@ class SessionLeaseTest {
                 }
                 assertEquals(49, agent.count("""
                         SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
-                           AND lease_expires_at < UTC_TIMESTAMP(6) + INTERVAL 30 SECOND""".formatted(ids)),
-                        "every other lease renewed (to the 1 s TTL)");
+                           AND lease_expires_at < UTC_TIMESTAMP(6) + INTERVAL 30 SECOND""".formatted(ids)), "every other lease renewed (to the 1 s TTL)");
                 assertTrue(beats.get(20).alive(), "a lease whose row was held is not lost for it");
                 blocker.rollback();
             }
@@ -197,7 +208,9 @@ class SessionLeaseTest {
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         agent.newMessage(session);
         assertEquals(ReplyCommit.Outcome.SUPERSEDED, replies.commit(lease, turnId, turn, "stale"));
-        assertEquals(0, agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
+        assertEquals(
+                0,
+                agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
         assertTrue(turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded"));
         leases.release(lease);
@@ -206,7 +219,9 @@ class SessionLeaseTest {
     @Test
     void past_max_wait_a_finished_reply_commits_for_the_versions_it_saw() {
         long session = agent.sessionWithMessages(2);
-        agent.jdbc.update("UPDATE chat_session SET oldest_unanswered_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?", session);
+        agent.jdbc.update(
+                "UPDATE chat_session SET oldest_unanswered_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?",
+                session);
         SessionLease.Lease lease = leases.claim(session);
         Conversation.Snapshot turn = conversation.load(lease);
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());

@@ -10,9 +10,11 @@ class CanonicalJsonTest {
 
     @Test
     void key_order_nesting_order_whitespace_and_number_spelling_do_not_matter() {
-        String a = CanonicalJson.of("{\"amount\": 35, \"category\": \"food\", \"meta\": {\"b\": [1, 2.50], \"a\": true}}");
+        String a =
+                CanonicalJson.of("{\"amount\": 35, \"category\": \"food\", \"meta\": {\"b\": [1, 2.50], \"a\": true}}");
         String b = CanonicalJson.of("{\"meta\":{\"a\":true,\"b\":[1.0,2.5]},\"category\":\"food\",\"amount\":3.5e1}");
-        String c = CanonicalJson.of("{ \"category\" : \"food\" ,\n \"amount\" : 35.000, \"meta\" : { \"b\" : [ 1E0 , 25e-1 ] , \"a\" : true } }");
+        String c = CanonicalJson.of(
+                "{ \"category\" : \"food\" ,\n \"amount\" : 35.000, \"meta\" : { \"b\" : [ 1E0 , 25e-1 ] , \"a\" : true } }");
         assertEquals(a, b);
         assertEquals(a, c);
         assertEquals("{\"amount\":35,\"category\":\"food\",\"meta\":{\"a\":true,\"b\":[1,2.5]}}", a);
@@ -38,8 +40,10 @@ class CanonicalJsonTest {
     void the_idempotency_key_covers_span_tool_arguments_and_ordinal() {
         String identity = "create_transaction\n" + CanonicalJson.of("{\"amount\":35,\"category\":\"food\"}");
         String key = ExactlyOnceToolExecutor.key(7, 1, identity, 1);
-        assertEquals(key, ExactlyOnceToolExecutor.key(7, 1,
-                "create_transaction\n" + CanonicalJson.of("{\"category\":\"food\",\"amount\":35.0}"), 1));
+        assertEquals(
+                key,
+                ExactlyOnceToolExecutor.key(
+                        7, 1, "create_transaction\n" + CanonicalJson.of("{\"category\":\"food\",\"amount\":35.0}"), 1));
         assertNotEquals(key, ExactlyOnceToolExecutor.key(7, 1, identity, 2), "second identical call");
         assertNotEquals(key, ExactlyOnceToolExecutor.key(7, 4, identity, 1), "another span");
         assertNotEquals(key, ExactlyOnceToolExecutor.key(8, 1, identity, 1), "another session");

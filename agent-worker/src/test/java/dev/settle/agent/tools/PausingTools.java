@@ -1,8 +1,7 @@
 package dev.settle.agent.tools;
 
-import dev.settle.agent.demo.BookkeepingTools;
-
 import dev.langchain4j.agent.tool.Tool;
+import dev.settle.agent.demo.BookkeepingTools;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import java.math.BigDecimal;
@@ -47,7 +46,13 @@ public final class PausingTools implements AgentTools {
     @SideEffect
     @Tool(name = "pausing_booking", value = "Books an expense under 'other', then pauses when armed (test only).")
     public String pausingBooking(BigDecimal amount) {
-        jdbc.update(BookkeepingTools.INSERT, ToolCallContext.sessionId(), ToolCallContext.executionId(), amount, "other", "paused");
+        jdbc.update(
+                BookkeepingTools.INSERT,
+                ToolCallContext.sessionId(),
+                ToolCallContext.executionId(),
+                amount,
+                "other",
+                "paused");
         pause();
         return "booked " + amount.toPlainString();
     }

@@ -1,16 +1,15 @@
 package dev.settle.agent.tools;
 
+import com.sun.net.httpserver.HttpServer;
 import dev.settle.agent.demo.DemoConfiguration;
 import dev.settle.agent.demo.ReceiptClient;
 import dev.settle.agent.demo.ReceiptTools;
-
-import com.sun.net.httpserver.HttpServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
-import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -33,8 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The demo tool {@code send_receipt} and its client against a real HTTP server on loopback. */
 class ReceiptToolsTest {
     /** One request the server received: path, Idempotency-Key, body. */
-    record Received(String path, String key, String body) {
-    }
+    record Received(String path, String key, String body) {}
 
     HttpServer server;
     final List<Received> received = new CopyOnWriteArrayList<>();
@@ -48,7 +46,9 @@ class ReceiptToolsTest {
         server.createContext("/", exchange -> {
             try (exchange) {
                 String path = exchange.getRequestURI().getPath();
-                received.add(new Received(path, exchange.getRequestHeaders().getFirst("Idempotency-Key"),
+                received.add(new Received(
+                        path,
+                        exchange.getRequestHeaders().getFirst("Idempotency-Key"),
                         new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8)));
                 if (path.equals("/hang")) {
                     hang.await(30, TimeUnit.SECONDS);
@@ -86,13 +86,17 @@ class ReceiptToolsTest {
 
     @Test
     void the_tool_is_offered_only_when_a_receipt_url_is_set() {
-        ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(DemoConfiguration.class)
+        ApplicationContextRunner runner = new ApplicationContextRunner()
+                .withUserConfiguration(DemoConfiguration.class)
                 .withBean(JdbcTemplate.class, () -> new JdbcTemplate(new SimpleDriverDataSource()));
         runner.run(c -> assertFalse(c.containsBean("receiptTools"), "unset"));
-        runner.withPropertyValues("settle.demo.receipt-url= ").run(c -> assertFalse(c.containsBean("receiptTools"), "blank"));
+        runner.withPropertyValues("settle.demo.receipt-url= ")
+                .run(c -> assertFalse(c.containsBean("receiptTools"), "blank"));
         runner.withPropertyValues("settle.demo.receipt-url=" + url("/receipts"))
-                .run(c -> assertEquals(List.of("send_receipt"), new ToolCatalog(List.of(c.getBean(ReceiptTools.class)))
-                        .specifications().stream().map(s -> s.name()).toList()));
+                .run(c -> assertEquals(
+                        List.of("send_receipt"),
+                        new ToolCatalog(List.of(c.getBean(ReceiptTools.class)))
+                                .specifications().stream().map(s -> s.name()).toList()));
     }
 
     @Test
@@ -100,13 +104,15 @@ class ReceiptToolsTest {
         try (ReceiptTools tools = new ReceiptTools(client(url("/receipts"), true))) {
             ToolCallContext.enter(7, 11L, "k".repeat(64));
             try {
-                assertEquals("receipt for 42.00 under food sent (Idempotency-Key " + "k".repeat(64) + ")",
+                assertEquals(
+                        "receipt for 42.00 under food sent (Idempotency-Key " + "k".repeat(64) + ")",
                         tools.sendReceipt(new BigDecimal("42"), "food", "lunch"));
                 status = 503;
-                IllegalStateException failed = assertThrows(IllegalStateException.class,
-                        () -> tools.sendReceipt(new BigDecimal("42"), "food", "lunch"));
+                IllegalStateException failed = assertThrows(
+                        IllegalStateException.class, () -> tools.sendReceipt(new BigDecimal("42"), "food", "lunch"));
                 assertEquals("the receipt service answered HTTP 503", failed.getMessage());
-                assertThrows(IllegalArgumentException.class, () -> tools.sendReceipt(new BigDecimal("42"), "rent", null));
+                assertThrows(
+                        IllegalArgumentException.class, () -> tools.sendReceipt(new BigDecimal("42"), "rent", null));
             } finally {
                 ToolCallContext.exit();
             }

@@ -1,13 +1,11 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.TestAgent;
-
-import dev.settle.agent.lease.Heartbeats;
-import dev.settle.agent.lease.SessionLease;
-
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.AppenderBase;
+import dev.settle.agent.TestAgent;
+import dev.settle.agent.lease.Heartbeats;
+import dev.settle.agent.lease.SessionLease;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -53,7 +51,8 @@ class TurnSlotsTest {
         CountDownLatch closed = new CountDownLatch(1);
         CountDownLatch check = new CountDownLatch(1);
         AtomicBoolean interruptedAfterClose = new AtomicBoolean();
-        // the turn's thread: its beat runs, then the turn ends (beat closed, interrupt flag cleared, as TurnRunner does)
+        // the turn's thread: its beat runs, then the turn ends (beat closed, interrupt flag cleared, as TurnRunner
+        // does)
         Thread turn = Thread.ofVirtual().start(() -> {
             Heartbeats.Beat beat = heartbeats.start(lease);
             started.countDown();
@@ -129,14 +128,15 @@ class TurnSlotsTest {
         try {
             scanner.tick();
             // a turn started anyway would claim the lease within milliseconds
-            await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(3)).until(() ->
-                    agent.count("SELECT lease_epoch FROM chat_session WHERE id = ?", session) == 1);
+            await().during(Duration.ofSeconds(1))
+                    .atMost(Duration.ofSeconds(3))
+                    .until(() -> agent.count("SELECT lease_epoch FROM chat_session WHERE id = ?", session) == 1);
         } finally {
             slots.release();
         }
         scanner.tick();
-        await().atMost(Duration.ofSeconds(30)).until(() ->
-                agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session) == 1);
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session) == 1);
         assertEquals(2, agent.count("SELECT lease_epoch FROM chat_session WHERE id = ?", session), "taken over once");
         await().atMost(Duration.ofSeconds(10)).until(() -> slots.available() == 1);
     }

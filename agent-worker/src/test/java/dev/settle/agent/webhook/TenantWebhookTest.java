@@ -30,8 +30,13 @@ class TenantWebhookTest {
     static void start() {
         receiver = WebhookReceiver.start();
         // ten attempts over about eight seconds: time for secrets set meanwhile to rescue a delivery
-        node = WebhookNode.start("tenanthooks", Map.of("settle.webhook.url", receiver.url(),
-                "settle.webhook.schedule", "0s,300ms,1s,1s,1s,1s,1s,1s,1s,1s"));
+        node = WebhookNode.start(
+                "tenanthooks",
+                Map.of(
+                        "settle.webhook.url",
+                        receiver.url(),
+                        "settle.webhook.schedule",
+                        "0s,300ms,1s,1s,1s,1s,1s,1s,1s,1s"));
     }
 
     @AfterAll
@@ -44,8 +49,8 @@ class TenantWebhookTest {
         node.jdbc.update("""
                 INSERT INTO chat_session (tenant_id, external_id, version, replied_version, created_at)
                 VALUES (?, ?, 1, 1, UTC_TIMESTAMP(6))""", tenant, externalId);
-        return node.jdbc.queryForObject("SELECT id FROM chat_session WHERE tenant_id = ? AND external_id = ?",
-                Long.class, tenant, externalId);
+        return node.jdbc.queryForObject(
+                "SELECT id FROM chat_session WHERE tenant_id = ? AND external_id = ?", Long.class, tenant, externalId);
     }
 
     static Outbox.Span span(long session) {
@@ -92,12 +97,17 @@ class TenantWebhookTest {
     }
 
     List<WebhookReceiver.Delivery> at(String path) {
-        return receiver.deliveries().stream().filter(d -> d.path().equals("/hooks" + path)).toList();
+        return receiver.deliveries().stream()
+                .filter(d -> d.path().equals("/hooks" + path))
+                .toList();
     }
 
     long delivery(long session, String replyId) {
-        return node.jdbc.queryForObject("SELECT id FROM webhook_delivery WHERE session_id = ? AND webhook_id = ?",
-                Long.class, session, "wh_" + replyId);
+        return node.jdbc.queryForObject(
+                "SELECT id FROM webhook_delivery WHERE session_id = ? AND webhook_id = ?",
+                Long.class,
+                session,
+                "wh_" + replyId);
     }
 
     @Test
@@ -127,7 +137,10 @@ class TenantWebhookTest {
         assertEquals(1, got.size());
         assertTrue(WebhookReceiver.verify(SECRET_3, got.getFirst()));
         assertFalse(WebhookReceiver.verify(SECRET, got.getFirst()), "never the deployment's secret");
-        assertEquals(1, got.getFirst().webhookSignature().split(" ").length, got.getFirst().webhookSignature());
+        assertEquals(
+                1,
+                got.getFirst().webhookSignature().split(" ").length,
+                got.getFirst().webhookSignature());
     }
 
     @Test
@@ -155,18 +168,21 @@ class TenantWebhookTest {
         assertEquals("t", DeliveryQueue.owner("t", "https://t.example/a", "https://t.example/a", d));
         assertNull(DeliveryQueue.owner("t", null, d, d), "a tenant without a URL of its own: the deployment's");
         assertNull(DeliveryQueue.owner("t", "https://t.example/a", d, d), "queued before it had one");
-        assertEquals("t", DeliveryQueue.owner("t", "https://t.example/b", "https://t.example/a", d),
+        assertEquals(
+                "t",
+                DeliveryQueue.owner("t", "https://t.example/b", "https://t.example/a", d),
                 "its earlier URL is still its own");
         assertEquals("t", DeliveryQueue.owner("t", null, "https://t.example/a", d), "so after clearing it");
         assertEquals("t", DeliveryQueue.owner("t", d, d, d), "a tenant that chose the deployment's URL signs itself");
-        assertNull(DeliveryQueue.owner("default", null, "https://old.example/hooks", d),
+        assertNull(
+                DeliveryQueue.owner("default", null, "https://old.example/hooks", d),
                 "the deployment's own tenant: an earlier SETTLE_WEBHOOK_URL");
         assertNull(DeliveryQueue.owner("default", null, "https://old.example/hooks", null));
         assertEquals("default", DeliveryQueue.owner("default", "https://own.example", "https://own.example", d));
     }
 
     String endpoint(long session) {
-        return node.jdbc.queryForObject("SELECT endpoint_url FROM webhook_delivery WHERE session_id = ?", String.class,
-                session);
+        return node.jdbc.queryForObject(
+                "SELECT endpoint_url FROM webhook_delivery WHERE session_id = ?", String.class, session);
     }
 }

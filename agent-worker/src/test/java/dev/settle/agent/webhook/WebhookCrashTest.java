@@ -22,7 +22,7 @@ class WebhookCrashTest {
     @Test
     void an_attempt_claimed_and_abandoned_without_an_outcome_is_taken_over_after_its_claim_expires() {
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WebhookNode node = WebhookNode.start("crash-claim", Map.of())) {
+                WebhookNode node = WebhookNode.start("crash-claim", Map.of())) {
             WebhookDispatcher survivor = node.bean(WebhookDispatcher.class);
             survivor.stop();
             long id = node.enqueue(node.session("crash-1"), "crash-1", receiver.url(), "abandoned");
@@ -34,25 +34,33 @@ class WebhookCrashTest {
             survivor.start();
 
             await("delivered by the survivor")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> "DELIVERED".equals(node.status(id)));
             assertEquals(1, receiver.deliveries().size());
             assertEquals(node.webhookId(id), receiver.deliveries().getFirst().webhookId());
-            assertTrue(node.count("SELECT COUNT(*) FROM webhook_delivery WHERE id = ? AND delivered_at > ?", id,
-                    claimedUntil) == 1, "not before the dead dispatcher's claim expired");
+            assertTrue(
+                    node.count(
+                                    "SELECT COUNT(*) FROM webhook_delivery WHERE id = ? AND delivered_at > ?",
+                                    id,
+                                    claimedUntil)
+                            == 1,
+                    "not before the dead dispatcher's claim expired");
             Map<String, Object> row = node.row(id);
             assertEquals(2, row.get("attempts"));
             List<Map<String, Object>> attempts = node.attempts(id);
             assertEquals(2, attempts.size());
             assertNull(attempts.get(0).get("status_code"));
-            assertEquals("abandoned: its dispatcher stopped or lost the claim before recording an outcome",
+            assertEquals(
+                    "abandoned: its dispatcher stopped or lost the claim before recording an outcome",
                     attempts.get(0).get("error"));
             assertEquals(200, attempts.get(1).get("status_code"));
             assertNull(attempts.get(1).get("error"));
 
             // the dead dispatcher wakes up and reports: its own attempt row is corrected, the delivery is untouched
-            assertTrue(!node.bean(DeliveryQueue.class).finish(dead, 500, 1000, "HTTP 500",
-                    new AttemptVerdict.Retry(Duration.ZERO, 500, "HTTP 500")));
+            assertTrue(!node.bean(DeliveryQueue.class)
+                    .finish(dead, 500, 1000, "HTTP 500", new AttemptVerdict.Retry(Duration.ZERO, 500, "HTTP 500")));
             assertEquals("DELIVERED", node.status(id));
             assertEquals(500, node.attempts(id).get(0).get("status_code"));
         }
@@ -66,17 +74,25 @@ class WebhookCrashTest {
             RetrySchedule schedule = node.bean(RetrySchedule.class);
             long id = node.enqueue(node.session("crash-3"), "crash-3", "http://127.0.0.1:9/hooks", "steps");
             WebhookSender.Result failed = new WebhookSender.Result(500, null, 1000, true, null, null, null, null);
-            WebhookSender.Result stopped = new WebhookSender.Result(null, WebhookSender.INTERRUPTED, 1000, true, null,
-                    null, null, null);
+            WebhookSender.Result stopped =
+                    new WebhookSender.Result(null, WebhookSender.INTERRUPTED, 1000, true, null, null, null, null);
 
             DeliveryQueue.Claim first = queue.claim(id, Duration.ofSeconds(30), null);
             assertEquals(1, first.attemptInRound());
-            assertTrue(queue.finish(first, null, 1000, WebhookSender.INTERRUPTED,
+            assertTrue(queue.finish(
+                    first,
+                    null,
+                    1000,
+                    WebhookSender.INTERRUPTED,
                     AttemptVerdict.of(stopped, first.attemptInRound(), schedule, Duration.ofHours(1), Instant.now())));
             DeliveryQueue.Claim second = queue.claim(id, Duration.ofSeconds(30), null);
             assertNotNull(second, "handed back: due at once");
             assertEquals(2, second.attemptInRound(), "the handed-back attempt counted");
-            assertTrue(queue.finish(second, 500, 1000, "HTTP 500",
+            assertTrue(queue.finish(
+                    second,
+                    500,
+                    1000,
+                    "HTTP 500",
                     AttemptVerdict.of(failed, second.attemptInRound(), schedule, Duration.ofHours(1), Instant.now())));
             DeliveryQueue.Claim third = queue.claim(id, Duration.ofSeconds(30), null);
             assertEquals(3, third.attemptInRound());
@@ -88,7 +104,8 @@ class WebhookCrashTest {
             assertNotNull(fourth);
             assertEquals(4, fourth.attemptInRound());
             AttemptVerdict last = AttemptVerdict.of(failed, 4, schedule, Duration.ofHours(1), Instant.now());
-            assertEquals(new AttemptVerdict.Failed(500, "exhausted: 4 attempts failed, the last with HTTP 500", false),
+            assertEquals(
+                    new AttemptVerdict.Failed(500, "exhausted: 4 attempts failed, the last with HTTP 500", false),
                     last);
             assertTrue(queue.finish(fourth, 500, 1000, "HTTP 500", last));
             assertEquals("FAILED", node.status(id));
@@ -99,8 +116,8 @@ class WebhookCrashTest {
     @Test
     void a_worker_stopped_while_the_receiver_holds_the_request_hands_the_attempt_back_to_another() {
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WebhookNode a = WebhookNode.start("crash-stop", Map.of("settle.webhook.url", receiver.url()));
-             WebhookNode b = new WebhookNode(a.database, Map.of("settle.webhook.url", receiver.url()))) {
+                WebhookNode a = WebhookNode.start("crash-stop", Map.of("settle.webhook.url", receiver.url()));
+                WebhookNode b = new WebhookNode(a.database, Map.of("settle.webhook.url", receiver.url()))) {
             b.bean(WebhookDispatcher.class).stop();
             receiver.answerWith(d -> receiver.deliveries().size() == 1
                     ? WebhookReceiver.Answer.status(200).delay(Duration.ofMinutes(2))
@@ -112,7 +129,9 @@ class WebhookCrashTest {
             a.close(); // a clean shutdown: the attempt is interrupted after a short grace and handed back
 
             await("delivered by b")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> "DELIVERED".equals(b.status(id)));
             Duration took = Duration.ofNanos(System.nanoTime() - stopping);
             assertTrue(took.compareTo(Duration.ofSeconds(20)) < 0, "no wait for the 30 s claim to expire: " + took);

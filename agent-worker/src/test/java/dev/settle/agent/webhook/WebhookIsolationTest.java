@@ -24,8 +24,8 @@ class WebhookIsolationTest {
     @Test
     void a_hanging_endpoint_does_not_delay_a_healthy_one() {
         try (WebhookReceiver hanging = WebhookReceiver.start();
-             WebhookReceiver healthy = WebhookReceiver.start();
-             WebhookNode node = WebhookNode.start("isolation", Map.of("settle.webhook.timeout", "30s"))) {
+                WebhookReceiver healthy = WebhookReceiver.start();
+                WebhookNode node = WebhookNode.start("isolation", Map.of("settle.webhook.timeout", "30s"))) {
             hanging.answerWith(d -> WebhookReceiver.Answer.status(200).delay(Duration.ofMinutes(2)));
             for (int s = 0; s < HANGING_SESSIONS; s++) {
                 String external = "hang-" + UUID.randomUUID();
@@ -48,14 +48,20 @@ class WebhookIsolationTest {
             Duration took = Duration.ofNanos(System.nanoTime() - start);
             assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "healthy endpoint took " + took + " (timeout 30 s)");
             await("healthy rows DELIVERED")
-                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(10))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> node.count(
-                            "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED' AND endpoint_url = ?",
-                            healthy.url()) == healthyTotal);
+                                    "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED' AND endpoint_url = ?",
+                                    healthy.url())
+                            == healthyTotal);
             // meanwhile the hanging endpoint's first attempts are all still open, and nothing else was sent to it
             assertEquals(HANGING_SESSIONS, hanging.deliveries().size());
-            assertEquals(2 * HANGING_SESSIONS, node.count(
-                    "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'PENDING' AND endpoint_url = ?", hanging.url()));
+            assertEquals(
+                    2 * HANGING_SESSIONS,
+                    node.count(
+                            "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'PENDING' AND endpoint_url = ?",
+                            hanging.url()));
             assertEquals(HANGING_SESSIONS, node.count("""
                     SELECT COUNT(*) FROM webhook_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id
                      WHERE d.endpoint_url = ? AND a.status_code IS NULL AND a.error IS NULL""", hanging.url()));

@@ -17,7 +17,8 @@ class WebhookJitterTest {
     @Test
     void every_draw_is_within_20_percent_and_the_draws_cover_the_band() {
         Random random = new Random(7);
-        for (Duration d : List.of(Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofMinutes(5), Duration.ofHours(10))) {
+        for (Duration d :
+                List.of(Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofMinutes(5), Duration.ofHours(10))) {
             long lo = Long.MAX_VALUE;
             long hi = Long.MIN_VALUE;
             Set<Long> distinct = new HashSet<>();
@@ -47,12 +48,14 @@ class WebhookJitterTest {
 
     @Test
     void the_schedule_length_is_the_number_of_attempts() {
-        RetrySchedule s = new RetrySchedule(List.of(Duration.ZERO, Duration.ofMillis(200), Duration.ofMillis(400)),
-                new Random(3));
+        RetrySchedule s = new RetrySchedule(
+                List.of(Duration.ZERO, Duration.ofMillis(200), Duration.ofMillis(400)), new Random(3));
         assertEquals(3, s.attempts());
         assertEquals(Duration.ZERO, s.first());
-        assertTrue(s.after(1).orElseThrow().toMillis() >= 160 && s.after(1).orElseThrow().toMillis() <= 240);
-        assertTrue(s.after(2).orElseThrow().toMillis() >= 320 && s.after(2).orElseThrow().toMillis() <= 480);
+        assertTrue(s.after(1).orElseThrow().toMillis() >= 160
+                && s.after(1).orElseThrow().toMillis() <= 240);
+        assertTrue(s.after(2).orElseThrow().toMillis() >= 320
+                && s.after(2).orElseThrow().toMillis() <= 480);
         assertTrue(s.after(3).isEmpty(), "3 attempts made: exhausted");
     }
 }

@@ -71,8 +71,7 @@ final class WebhookNode implements AutoCloseable {
         jdbc.update("""
                 INSERT INTO webhook_delivery (webhook_id, session_id, event_type, endpoint_url, payload, status,
                                               next_attempt_at, created_at)
-                VALUES (?, ?, 'reply.created', ?, ?, 'PENDING', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""",
-                webhookId, sessionPk, endpoint, payload);
+                VALUES (?, ?, 'reply.created', ?, ?, 'PENDING', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""", webhookId, sessionPk, endpoint, payload);
         return jdbc.queryForObject("SELECT id FROM webhook_delivery WHERE webhook_id = ?", Long.class, webhookId);
     }
 

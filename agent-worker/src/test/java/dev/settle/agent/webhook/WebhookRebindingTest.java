@@ -50,6 +50,7 @@ class WebhookRebindingTest {
 
     /** The scripted DNS: answers per name and per lookup; counts lookups. */
     final Map<String, List<InetAddress[]>> answers = new ConcurrentHashMap<>();
+
     final Map<String, AtomicInteger> lookups = new ConcurrentHashMap<>();
 
     @BeforeEach
@@ -102,7 +103,9 @@ class WebhookRebindingTest {
 
     /** Refuses what the production guard refuses, except 127.0.0.2 and 127.0.0.3, which count as public here. */
     WebhookSender sender() {
-        EndpointGuard guard = new EndpointGuard(false, this::resolve,
+        EndpointGuard guard = new EndpointGuard(
+                false,
+                this::resolve,
                 a -> a.equals(PUBLIC) || a.equals(PUBLIC_DOWN) ? null : EndpointGuard.forbiddenClass(a));
         return new WebhookSender(WebhookNode.SECRET, Duration.ofSeconds(5), guard);
     }
@@ -113,23 +116,27 @@ class WebhookRebindingTest {
 
     @Test
     void a_name_that_rebinds_to_loopback_after_the_check_is_never_connected_to_loopback() {
-        dns("localhost", new InetAddress[]{PUBLIC}, new InetAddress[]{LOOPBACK});
+        dns("localhost", new InetAddress[] {PUBLIC}, new InetAddress[] {LOOPBACK});
         String url = "http://localhost:" + port + "/hooks";
         try (WebhookSender sender = sender()) {
             WebhookSender.Result first = send(sender, url, "wh_msg_rebind_1");
             assertEquals(0, loopback.deliveries().size(), "nothing reached loopback");
             assertEquals(200, first.status(), String.valueOf(first.error()));
             assertEquals(1, lookups("localhost"), "resolved once, by the guard");
-            assertEquals(List.of("localhost:" + port), publicHosts,
+            assertEquals(
+                    List.of("localhost:" + port),
+                    publicHosts,
                     "the checked address got the request, with the URL's host name");
 
             // the next attempt's lookup answers loopback: refused, and the pooled connection is not used either
             WebhookSender.Result second = send(sender, url, "wh_msg_rebind_2");
             assertNull(second.status());
             assertFalse(second.sent());
-            assertEquals("refused: webhook host localhost resolves to 127.0.0.1, a loopback address (127.0.0.0/8); "
-                    + "private networks are allowed only with SETTLE_WEBHOOK_ALLOWPRIVATE=true "
-                    + "(settle.webhook.allowprivate); not sent", second.error());
+            assertEquals(
+                    "refused: webhook host localhost resolves to 127.0.0.1, a loopback address (127.0.0.0/8); "
+                            + "private networks are allowed only with SETTLE_WEBHOOK_ALLOWPRIVATE=true "
+                            + "(settle.webhook.allowprivate); not sent",
+                    second.error());
             assertEquals(2, lookups("localhost"));
             assertEquals(1, publicHosts.size());
             assertEquals(0, loopback.deliveries().size(), "nothing reached loopback");
@@ -138,7 +145,7 @@ class WebhookRebindingTest {
 
     @Test
     void the_next_checked_address_is_tried_when_the_first_refuses_the_connection_and_no_other() {
-        dns("hook.example", new InetAddress[]{PUBLIC_DOWN, PUBLIC}, new InetAddress[]{LOOPBACK});
+        dns("hook.example", new InetAddress[] {PUBLIC_DOWN, PUBLIC}, new InetAddress[] {LOOPBACK});
         try (WebhookSender sender = sender()) {
             WebhookSender.Result r = send(sender, "http://hook.example:" + port + "/hooks", "wh_msg_fallback");
             assertEquals(200, r.status(), String.valueOf(r.error()));
@@ -151,9 +158,16 @@ class WebhookRebindingTest {
     @Test
     void proxies_configured_for_the_jvm_are_not_used() {
         // a proxy would resolve the host name itself: its answer is never checked
-        dns("hook.example", new InetAddress[]{PUBLIC}, new InetAddress[]{LOOPBACK});
-        Map<String, String> proxy = Map.of("http.proxyHost", "127.0.0.1", "http.proxyPort", Integer.toString(port),
-                "https.proxyHost", "127.0.0.1", "https.proxyPort", Integer.toString(port));
+        dns("hook.example", new InetAddress[] {PUBLIC}, new InetAddress[] {LOOPBACK});
+        Map<String, String> proxy = Map.of(
+                "http.proxyHost",
+                "127.0.0.1",
+                "http.proxyPort",
+                Integer.toString(port),
+                "https.proxyHost",
+                "127.0.0.1",
+                "https.proxyPort",
+                Integer.toString(port));
         Map<String, String> before = new HashMap<>();
         proxy.forEach((k, v) -> before.put(k, System.setProperty(k, v)));
         try (WebhookSender sender = sender()) {

@@ -23,10 +23,11 @@ class WebhookRetryAfterTest {
 
     @Test
     void http_date_against_the_date_header_or_now() {
-        assertEquals(Optional.of(Duration.ofSeconds(90)),
-                RetryAfter.parse("Sun, 01 Mar 2026 12:01:30 GMT", null, NOW, CAP));
+        assertEquals(
+                Optional.of(Duration.ofSeconds(90)), RetryAfter.parse("Sun, 01 Mar 2026 12:01:30 GMT", null, NOW, CAP));
         // the receiver's clock is 10 minutes behind ours: its Date header is the reference, not our clock
-        assertEquals(Optional.of(Duration.ofSeconds(30)),
+        assertEquals(
+                Optional.of(Duration.ofSeconds(30)),
                 RetryAfter.parse("Sun, 01 Mar 2026 11:50:30 GMT", "Sun, 01 Mar 2026 11:50:00 GMT", NOW, CAP));
         assertEquals(Optional.of(Duration.ZERO), RetryAfter.parse("Sun, 01 Mar 2026 11:00:00 GMT", null, NOW, CAP));
         assertEquals(Optional.of(CAP), RetryAfter.parse("Mon, 02 Mar 2026 12:00:00 GMT", null, NOW, CAP));

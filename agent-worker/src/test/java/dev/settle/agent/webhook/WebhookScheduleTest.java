@@ -29,21 +29,30 @@ class WebhookScheduleTest {
         List<Duration> schedule = List.of(Duration.ZERO, Duration.ofMillis(200), Duration.ofMillis(400));
         // the dispatcher's generator draws once per retry, in order: replay the same draws
         Random replay = new Random(SEED);
-        List<Duration> expected = List.of(RetrySchedule.jittered(schedule.get(1), replay),
-                RetrySchedule.jittered(schedule.get(2), replay));
+        List<Duration> expected = List.of(
+                RetrySchedule.jittered(schedule.get(1), replay), RetrySchedule.jittered(schedule.get(2), replay));
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WebhookNode node = WebhookNode.start("schedule", Map.of("settle.webhook.schedule", "0s,200ms,400ms",
-                     "settle.webhook.jitter-seed", Long.toString(SEED)))) {
+                WebhookNode node = WebhookNode.start(
+                        "schedule",
+                        Map.of(
+                                "settle.webhook.schedule",
+                                "0s,200ms,400ms",
+                                "settle.webhook.jitter-seed",
+                                Long.toString(SEED)))) {
             receiver.answerWith(d -> WebhookReceiver.Answer.status(500));
             long id = node.enqueue(node.session("schedule-1"), "schedule-1", receiver.url(), "scheduled");
             await("failed")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> "FAILED".equals(node.status(id)));
             sleep(Duration.ofSeconds(1));
             List<WebhookReceiver.Delivery> all = receiver.deliveries();
             assertEquals(3, all.size(), "one attempt per schedule entry");
             for (int i = 1; i <= 2; i++) {
-                long gap = Duration.between(all.get(i - 1).receivedAt(), all.get(i).receivedAt()).toMillis();
+                long gap = Duration.between(
+                                all.get(i - 1).receivedAt(), all.get(i).receivedAt())
+                        .toMillis();
                 long jittered = expected.get(i - 1).toMillis();
                 long nominal = schedule.get(i).toMillis();
                 assertTrue(jittered >= nominal * 0.8 && jittered <= nominal * 1.2, "within ±20 %: " + jittered);

@@ -34,7 +34,7 @@ class WebhookSenderDeadlineTest {
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
-            return new InetAddress[]{InetAddress.getByName(host)};
+            return new InetAddress[] {InetAddress.getByName(host)};
         });
     }
 
@@ -54,9 +54,9 @@ class WebhookSenderDeadlineTest {
             throw new UnknownHostException(host);
         });
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WebhookSender sender = new WebhookSender(WebhookNode.SECRET, Duration.ofMillis(500), hanging)) {
-            WebhookSender.Result r = assertTimeoutPreemptively(GENEROUS,
-                    () -> sender.send("https://hook.example/settle", "wh_msg_1", 1_700_000_000L, "{}"));
+                WebhookSender sender = new WebhookSender(WebhookNode.SECRET, Duration.ofMillis(500), hanging)) {
+            WebhookSender.Result r = assertTimeoutPreemptively(
+                    GENEROUS, () -> sender.send("https://hook.example/settle", "wh_msg_1", 1_700_000_000L, "{}"));
             assertNull(r.status());
             assertFalse(r.sent());
             assertEquals("timeout: resolving hook.example took longer than the 500 ms deadline; not sent", r.error());
@@ -65,9 +65,12 @@ class WebhookSenderDeadlineTest {
             assertTrue(lookupEnded.await(GENEROUS.toMillis(), TimeUnit.MILLISECONDS));
             assertTrue(lookupInterrupted.get(), "the abandoned lookup was interrupted");
             // the verdict: a failed attempt, retried on the schedule like any timeout
-            AttemptVerdict verdict = AttemptVerdict.of(r, 1,
+            AttemptVerdict verdict = AttemptVerdict.of(
+                    r,
+                    1,
                     new RetrySchedule(List.of(Duration.ZERO, Duration.ofSeconds(5)), new Random(1)),
-                    Duration.ofHours(1), Instant.now());
+                    Duration.ofHours(1),
+                    Instant.now());
             assertTrue(verdict instanceof AttemptVerdict.Retry, verdict.toString());
         }
     }
@@ -78,10 +81,10 @@ class WebhookSenderDeadlineTest {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             // 1.2 s of DNS + 1.2 s of waiting for the answer: each alone fits in 2 s, together they do not
             receiver.answerWith(d -> WebhookReceiver.Answer.status(200).delay(Duration.ofMillis(1200)));
-            try (WebhookSender sender = new WebhookSender(WebhookNode.SECRET, timeout,
-                    slowDns(Duration.ofMillis(1200)))) {
-                WebhookSender.Result r = assertTimeoutPreemptively(GENEROUS,
-                        () -> sender.send(receiver.url(), "wh_msg_2", 1_700_000_000L, "{}"));
+            try (WebhookSender sender =
+                    new WebhookSender(WebhookNode.SECRET, timeout, slowDns(Duration.ofMillis(1200)))) {
+                WebhookSender.Result r = assertTimeoutPreemptively(
+                        GENEROUS, () -> sender.send(receiver.url(), "wh_msg_2", 1_700_000_000L, "{}"));
                 assertNull(r.status());
                 assertTrue(r.sent(), "the request went out after the lookup");
                 assertEquals("timeout: no complete answer within 2000 ms", r.error());
@@ -90,10 +93,10 @@ class WebhookSenderDeadlineTest {
 
             // a slow lookup that leaves time for the exchange is fine
             receiver.reset();
-            try (WebhookSender sender = new WebhookSender(WebhookNode.SECRET, timeout,
-                    slowDns(Duration.ofMillis(300)))) {
-                WebhookSender.Result r = assertTimeoutPreemptively(GENEROUS,
-                        () -> sender.send(receiver.url(), "wh_msg_3", 1_700_000_000L, "{}"));
+            try (WebhookSender sender =
+                    new WebhookSender(WebhookNode.SECRET, timeout, slowDns(Duration.ofMillis(300)))) {
+                WebhookSender.Result r = assertTimeoutPreemptively(
+                        GENEROUS, () -> sender.send(receiver.url(), "wh_msg_3", 1_700_000_000L, "{}"));
                 assertEquals(200, r.status(), String.valueOf(r.error()));
                 assertEquals(1, receiver.acknowledged().size());
                 assertEquals("wh_msg_3", receiver.acknowledged().getFirst().webhookId());

@@ -26,7 +26,8 @@ class WebhookSettingsBindingTest {
     static AgentSettings.Webhook bind(PropertySource<?> source) {
         MutablePropertySources sources = new MutablePropertySources();
         sources.addFirst(source);
-        return new Binder(ConfigurationPropertySources.from(sources)).bindOrCreate("settle", AgentSettings.class)
+        return new Binder(ConfigurationPropertySources.from(sources))
+                .bindOrCreate("settle", AgentSettings.class)
                 .webhook();
     }
 
@@ -61,8 +62,17 @@ class WebhookSettingsBindingTest {
     void defaults() {
         AgentSettings.Webhook w = env(Map.of());
         assertNull(w.url());
-        assertEquals(List.of(Duration.ZERO, Duration.ofSeconds(5), Duration.ofMinutes(5), Duration.ofMinutes(30),
-                Duration.ofHours(2), Duration.ofHours(5), Duration.ofHours(10), Duration.ofHours(10)), w.schedule());
+        assertEquals(
+                List.of(
+                        Duration.ZERO,
+                        Duration.ofSeconds(5),
+                        Duration.ofMinutes(5),
+                        Duration.ofMinutes(30),
+                        Duration.ofHours(2),
+                        Duration.ofHours(5),
+                        Duration.ofHours(10),
+                        Duration.ofHours(10)),
+                w.schedule());
         assertEquals(Duration.ofSeconds(15), w.timeout());
         assertFalse(w.allowprivate());
         assertFalse(w.allowunsigned(), "nothing goes out unsigned unless asked");
@@ -73,14 +83,18 @@ class WebhookSettingsBindingTest {
 
     @Test
     void allowprivate_binds_from_both_property_spellings() {
-        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allowprivate", "true"))).allowprivate());
-        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allow-private", "true"))).allowprivate());
+        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allowprivate", "true")))
+                .allowprivate());
+        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allow-private", "true")))
+                .allowprivate());
     }
 
     @Test
     void allowunsigned_binds_from_both_property_spellings() {
-        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allowunsigned", "true"))).allowunsigned());
-        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allow-unsigned", "true"))).allowunsigned());
+        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allowunsigned", "true")))
+                .allowunsigned());
+        assertTrue(bind(new MapPropertySource("p", Map.of("settle.webhook.allow-unsigned", "true")))
+                .allowunsigned());
     }
 
     /** whsec_ + the standard base64 of {@code n} bytes. */
@@ -90,19 +104,29 @@ class WebhookSettingsBindingTest {
 
     @Test
     void a_secret_outside_24_to_64_bytes_stops_the_worker_with_the_variable_named() {
-        for (String bad : new String[]{secretOf(16), secretOf(23), secretOf(65), "whsec_a", "plain",
-                "whsec_not base64!", WebhookNode.SECRET + " " + secretOf(16)}) {
+        for (String bad : new String[] {
+            secretOf(16),
+            secretOf(23),
+            secretOf(65),
+            "whsec_a",
+            "plain",
+            "whsec_not base64!",
+            WebhookNode.SECRET + " " + secretOf(16)
+        }) {
             BindException e = assertThrows(BindException.class, () -> env(Map.of("SETTLE_WEBHOOK_SECRET", bad)), bad);
             Throwable root = e;
             while (root.getCause() != null) {
                 root = root.getCause();
             }
-            assertTrue(root.getMessage().startsWith("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): secret #"),
+            assertTrue(
+                    root.getMessage().startsWith("SETTLE_WEBHOOK_SECRET (settle.webhook.secret): secret #"),
                     root.getMessage());
             assertFalse(root.getMessage().contains(bad), "the secret is not quoted");
         }
-        assertEquals(secretOf(24), env(Map.of("SETTLE_WEBHOOK_SECRET", secretOf(24))).secret());
-        assertEquals(secretOf(64), env(Map.of("SETTLE_WEBHOOK_SECRET", secretOf(64))).secret());
+        assertEquals(
+                secretOf(24), env(Map.of("SETTLE_WEBHOOK_SECRET", secretOf(24))).secret());
+        assertEquals(
+                secretOf(64), env(Map.of("SETTLE_WEBHOOK_SECRET", secretOf(64))).secret());
     }
 
     @Test

@@ -29,10 +29,11 @@ class WebhookSignatureTest {
     static void start() {
         receiver = WebhookReceiver.start();
         // a retry gap of at least 1.4 s × 0.8 = 1.12 s (jitter): the second attempt falls in a later second
-        oneSecret = WebhookNode.start("sig1", Map.of("settle.webhook.url", receiver.url(),
-                "settle.webhook.schedule", "0s,1400ms"));
+        oneSecret = WebhookNode.start(
+                "sig1", Map.of("settle.webhook.url", receiver.url(), "settle.webhook.schedule", "0s,1400ms"));
         // rotation: the old and the new secret, space separated, both sign every attempt
-        twoSecrets = new WebhookNode(SharedInfra.newDatabase("sig2"),
+        twoSecrets = new WebhookNode(
+                SharedInfra.newDatabase("sig2"),
                 Map.of("settle.webhook.url", receiver.url(), "settle.webhook.secret", SECRET + " " + SECRET_2));
     }
 
@@ -48,8 +49,8 @@ class WebhookSignatureTest {
         receiver.reset();
         long session = oneSecret.session("sig-one");
         long id = oneSecret.enqueue(session, "sig-one", null, "signed once");
-        receiver.answerWith(d -> WebhookReceiver.Answer.status(
-                receiver.deliveries().size() == 1 ? 500 : 200));
+        receiver.answerWith(
+                d -> WebhookReceiver.Answer.status(receiver.deliveries().size() == 1 ? 500 : 200));
         receiver.awaitAcknowledged(1, LONG);
         List<WebhookReceiver.Delivery> all = receiver.deliveries();
         assertEquals(2, all.size());
@@ -73,12 +74,15 @@ class WebhookSignatureTest {
         for (int i = 0; i < 2; i++) {
             long ts = Long.parseLong(all.get(i).webhookTimestamp());
             long started = startedMicros.get(i);
-            assertTrue(ts * 1_000_000 <= started && started < (ts + 2) * 1_000_000,
+            assertTrue(
+                    ts * 1_000_000 <= started && started < (ts + 2) * 1_000_000,
                     "attempt " + (i + 1) + ": webhook-timestamp " + ts + ", started at " + started + " µs");
         }
         assertTrue(startedMicros.get(1) - startedMicros.get(0) >= 1_120_000, "the retry gap: " + startedMicros);
         await("delivered")
-                .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(10))
+                .pollInSameThread()
                 .until(() -> "DELIVERED".equals(oneSecret.status(id)));
         // the row was queued without an endpoint: the claim stamped the configured one on it
         assertEquals(receiver.url(), oneSecret.row(id).get("endpoint_url"));
@@ -103,7 +107,15 @@ class WebhookSignatureTest {
     }
 
     static WebhookReceiver.Delivery withSignature(WebhookReceiver.Delivery d, String signature) {
-        return new WebhookReceiver.Delivery(d.path(), d.webhookId(), d.webhookTimestamp(), signature, d.body(),
-                d.json(), d.headers(), d.status(), d.receivedAt());
+        return new WebhookReceiver.Delivery(
+                d.path(),
+                d.webhookId(),
+                d.webhookTimestamp(),
+                signature,
+                d.body(),
+                d.json(),
+                d.headers(),
+                d.status(),
+                d.receivedAt());
     }
 }

@@ -18,26 +18,35 @@ class WebhookSsrfTest {
 
     @Test
     void a_private_webhook_url_stops_the_worker_at_startup_with_a_clear_message() {
-        Exception e = assertThrows(Exception.class, () -> WebhookNode.start("ssrf-boot", Map.of(
-                "settle.webhook.url", "http://169.254.169.254/latest/meta-data/",
-                "settle.webhook.allowprivate", "false")).close());
+        Exception e = assertThrows(
+                Exception.class,
+                () -> WebhookNode.start(
+                                "ssrf-boot",
+                                Map.of(
+                                        "settle.webhook.url", "http://169.254.169.254/latest/meta-data/",
+                                        "settle.webhook.allowprivate", "false"))
+                        .close());
         Throwable cause = e;
         while (!(cause instanceof IllegalStateException) && cause.getCause() != null) {
             cause = cause.getCause();
         }
-        assertEquals("SETTLE_WEBHOOK_URL (settle.webhook.url) refused: webhook host 169.254.169.254 resolves to "
-                + "169.254.169.254, the link-local cloud metadata address (169.254.169.254); private networks are "
-                + "allowed only with SETTLE_WEBHOOK_ALLOWPRIVATE=true (settle.webhook.allowprivate)", cause.getMessage());
+        assertEquals(
+                "SETTLE_WEBHOOK_URL (settle.webhook.url) refused: webhook host 169.254.169.254 resolves to "
+                        + "169.254.169.254, the link-local cloud metadata address (169.254.169.254); private networks are "
+                        + "allowed only with SETTLE_WEBHOOK_ALLOWPRIVATE=true (settle.webhook.allowprivate)",
+                cause.getMessage());
     }
 
     @Test
     void a_delivery_to_a_loopback_endpoint_is_refused_at_send_time_and_never_sent() {
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WebhookNode node = WebhookNode.start("ssrf-send", Map.of("settle.webhook.allowprivate", "false"))) {
+                WebhookNode node = WebhookNode.start("ssrf-send", Map.of("settle.webhook.allowprivate", "false"))) {
             // queued with its endpoint (as a tenant's would be): only the attempt-time check stands in the way
             long id = node.enqueue(node.session("ssrf-1"), "ssrf-1", receiver.url(), "to loopback");
             await("failed")
-                    .atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> "FAILED".equals(node.status(id)));
             assertEquals(0, receiver.deliveries().size(), "nothing reached the receiver");
             String refused = "refused: webhook host 127.0.0.1 resolves to 127.0.0.1, a loopback address "

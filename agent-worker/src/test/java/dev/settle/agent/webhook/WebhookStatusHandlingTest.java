@@ -35,12 +35,13 @@ class WebhookStatusHandlingTest {
     static final Duration QUIET = Duration.ofMillis(1200);
     /** Poll interval, claim, HTTP, on a loaded 2-core machine. */
     static final long SLACK_MS = 700;
+
     static WebhookNode node;
 
     @BeforeAll
     static void start() {
-        node = WebhookNode.start("status", Map.of("settle.webhook.timeout", "4s",
-                "settle.webhook.max-retry-after", "2500ms"));
+        node = WebhookNode.start(
+                "status", Map.of("settle.webhook.timeout", "4s", "settle.webhook.max-retry-after", "2500ms"));
     }
 
     @AfterAll
@@ -55,12 +56,15 @@ class WebhookStatusHandlingTest {
 
     void awaitFinal(long id) {
         await("delivery " + id + " final")
-                .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                .atMost(LONG)
+                .pollInterval(Duration.ofMillis(10))
+                .pollInSameThread()
                 .until(() -> !"PENDING".equals(node.status(id)));
     }
 
     static long gapMillis(List<WebhookReceiver.Delivery> all, int i) {
-        return Duration.between(all.get(i - 1).receivedAt(), all.get(i).receivedAt()).toMillis();
+        return Duration.between(all.get(i - 1).receivedAt(), all.get(i).receivedAt())
+                .toMillis();
     }
 
     @ParameterizedTest
@@ -95,8 +99,12 @@ class WebhookStatusHandlingTest {
             assertEquals(500, row.get("last_status"));
             assertEquals("exhausted: 3 attempts failed, the last with HTTP 500", row.get("last_error"));
             List<Map<String, Object>> attempts = node.attempts(id);
-            assertEquals(List.of(1, 2, 3), attempts.stream().map(a -> a.get("attempt_no")).toList());
-            assertEquals(List.of(500, 500, 500), attempts.stream().map(a -> a.get("status_code")).toList());
+            assertEquals(
+                    List.of(1, 2, 3),
+                    attempts.stream().map(a -> a.get("attempt_no")).toList());
+            assertEquals(
+                    List.of(500, 500, 500),
+                    attempts.stream().map(a -> a.get("status_code")).toList());
             assertEquals("HTTP 500", attempts.getFirst().get("error"));
 
             Map<String, Object> event = node.jdbc.queryForMap("""
@@ -107,7 +115,9 @@ class WebhookStatusHandlingTest {
             assertEquals(node.webhookId(id), payload.get("webhookId").asString());
             assertEquals(3, payload.get("attempts").asInt());
             assertEquals(500, payload.get("lastStatus").asInt());
-            assertEquals("exhausted: 3 attempts failed, the last with HTTP 500", payload.get("reason").asString());
+            assertEquals(
+                    "exhausted: 3 attempts failed, the last with HTTP 500",
+                    payload.get("reason").asString());
         }
     }
 
@@ -123,7 +133,8 @@ class WebhookStatusHandlingTest {
             assertEquals("FAILED", row.get("status"));
             assertEquals(3, row.get("attempts"));
             assertNull(row.get("last_status"));
-            assertEquals("exhausted: 3 attempts failed, the last with timeout: no complete answer within 4000 ms",
+            assertEquals(
+                    "exhausted: 3 attempts failed, the last with timeout: no complete answer within 4000 ms",
                     row.get("last_error"));
             for (Map<String, Object> a : node.attempts(id)) {
                 assertNull(a.get("status_code"));
@@ -149,8 +160,10 @@ class WebhookStatusHandlingTest {
             assertEquals("FAILED", row.get("status"));
             assertEquals(3, row.get("attempts"));
             assertEquals(status, row.get("last_status"));
-            assertEquals("exhausted: 3 attempts failed, the last with HTTP " + status
-                    + " (redirects are not followed; Location: " + elsewhere + ")", row.get("last_error"));
+            assertEquals(
+                    "exhausted: 3 attempts failed, the last with HTTP " + status
+                            + " (redirects are not followed; Location: " + elsewhere + ")",
+                    row.get("last_error"));
         }
     }
 
@@ -158,7 +171,8 @@ class WebhookStatusHandlingTest {
     void http_429_with_retry_after_seconds_waits_that_long_instead_of_the_schedule() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.answerWith(d -> receiver.deliveries().size() == 1
-                    ? Answer.status(429).header("Retry-After", "1") : Answer.status(200));
+                    ? Answer.status(429).header("Retry-After", "1")
+                    : Answer.status(200));
             long id = enqueue(receiver, "throttled");
             awaitFinal(id);
             List<WebhookReceiver.Delivery> all = receiver.deliveries();
@@ -166,7 +180,9 @@ class WebhookStatusHandlingTest {
             long gap = gapMillis(all, 1);
             assertTrue(gap >= 1000 && gap < 1000 + SLACK_MS, "Retry-After: 1 honoured, gap " + gap + " ms");
             assertEquals("DELIVERED", node.status(id));
-            assertEquals(List.of(429, 200), node.attempts(id).stream().map(a -> a.get("status_code")).toList());
+            assertEquals(
+                    List.of(429, 200),
+                    node.attempts(id).stream().map(a -> a.get("status_code")).toList());
         }
     }
 
@@ -177,15 +193,18 @@ class WebhookStatusHandlingTest {
                 if (receiver.deliveries().size() > 1) {
                     return Answer.status(200);
                 }
-                String at = DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC).plusSeconds(2));
+                String at = DateTimeFormatter.RFC_1123_DATE_TIME.format(
+                        ZonedDateTime.now(ZoneOffset.UTC).plusSeconds(2));
                 return Answer.status(503).header("Retry-After", at);
             });
             long id = enqueue(receiver, "maintenance");
             await("first attempt recorded")
-                    .atMost(LONG).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(LONG)
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> node.row(id).get("last_status") != null);
-            assertTrue(((String) node.row(id).get("last_error")).startsWith("HTTP 503 (Retry-After: "),
-                    (String) node.row(id).get("last_error"));
+            assertTrue(((String) node.row(id).get("last_error")).startsWith("HTTP 503 (Retry-After: "), (String)
+                    node.row(id).get("last_error"));
             awaitFinal(id);
             List<WebhookReceiver.Delivery> all = receiver.deliveries();
             assertEquals(2, all.size());
@@ -200,7 +219,8 @@ class WebhookStatusHandlingTest {
     void retry_after_is_capped_at_max_retry_after() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.answerWith(d -> receiver.deliveries().size() == 1
-                    ? Answer.status(429).header("Retry-After", "3600") : Answer.status(200));
+                    ? Answer.status(429).header("Retry-After", "3600")
+                    : Answer.status(200));
             long id = enqueue(receiver, "asks for an hour");
             awaitFinal(id);
             long gap = gapMillis(receiver.deliveries(), 1);
@@ -213,7 +233,8 @@ class WebhookStatusHandlingTest {
     void retry_after_on_a_500_is_ignored_the_schedule_decides() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.answerWith(d -> receiver.deliveries().size() == 1
-                    ? Answer.status(500).header("Retry-After", "30") : Answer.status(200));
+                    ? Answer.status(500).header("Retry-After", "30")
+                    : Answer.status(200));
             long id = enqueue(receiver, "500 with retry-after");
             awaitFinal(id);
             long gap = gapMillis(receiver.deliveries(), 1);
@@ -223,7 +244,8 @@ class WebhookStatusHandlingTest {
 
     @Test
     void http_410_fails_the_delivery_disables_the_endpoint_and_later_deliveries_to_it_are_not_sent() {
-        try (WebhookReceiver gone = WebhookReceiver.start(); WebhookReceiver other = WebhookReceiver.start()) {
+        try (WebhookReceiver gone = WebhookReceiver.start();
+                WebhookReceiver other = WebhookReceiver.start()) {
             gone.answerWith(d -> Answer.status(410));
             long first = enqueue(gone, "to a gone endpoint");
             awaitFinal(first);
@@ -231,11 +253,15 @@ class WebhookStatusHandlingTest {
             assertEquals("FAILED", row.get("status"));
             assertEquals(1, row.get("attempts"));
             assertEquals(410, row.get("last_status"));
-            assertEquals("endpoint gone: HTTP 410, endpoint disabled; no delivery is attempted to it until an "
-                    + "operator retry is acknowledged", row.get("last_error"));
-            Map<String, Object> endpoint = node.jdbc.queryForMap("SELECT * FROM webhook_endpoint WHERE url = ?", gone.url());
+            assertEquals(
+                    "endpoint gone: HTTP 410, endpoint disabled; no delivery is attempted to it until an "
+                            + "operator retry is acknowledged",
+                    row.get("last_error"));
+            Map<String, Object> endpoint =
+                    node.jdbc.queryForMap("SELECT * FROM webhook_endpoint WHERE url = ?", gone.url());
             assertNotNull(endpoint.get("disabled_at"));
-            assertEquals("HTTP 410 Gone answered to " + node.webhookId(first) + " (delivery " + first + ", attempt 1)",
+            assertEquals(
+                    "HTTP 410 Gone answered to " + node.webhookId(first) + " (delivery " + first + ", attempt 1)",
                     endpoint.get("disabled_reason"));
             assertEquals(1, node.count("""
                     SELECT COUNT(*) FROM session_event e JOIN webhook_delivery d ON d.session_id = e.session_id
@@ -251,8 +277,11 @@ class WebhookStatusHandlingTest {
             assertEquals("FAILED", blocked.get("status"));
             assertNull(blocked.get("last_status"));
             String error = (String) blocked.get("last_error");
-            assertTrue(error.startsWith("endpoint disabled since ") && error.contains("(HTTP 410 Gone answered to "
-                    + node.webhookId(first)) && error.endsWith("; not sent"), error);
+            assertTrue(
+                    error.startsWith("endpoint disabled since ")
+                            && error.contains("(HTTP 410 Gone answered to " + node.webhookId(first))
+                            && error.endsWith("; not sent"),
+                    error);
             assertEquals(error, node.attempts(second).getFirst().get("error"));
             assertEquals("DELIVERED", node.status(elsewhere), "other endpoints are not affected");
             assertEquals(1, other.deliveries().size());
@@ -263,7 +292,8 @@ class WebhookStatusHandlingTest {
     void abort_message_header_stops_retries_of_that_message_only() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.answerWith(d -> d.body().contains("poison")
-                    ? Answer.status(422).header("webhook-delivery", "abort-message") : Answer.status(200));
+                    ? Answer.status(422).header("webhook-delivery", "abort-message")
+                    : Answer.status(200));
             long poison = enqueue(receiver, "poison");
             awaitFinal(poison);
             sleep(QUIET);
@@ -294,11 +324,15 @@ class WebhookStatusHandlingTest {
             awaitFinal(earlier);
             awaitFinal(later);
             awaitFinal(other);
-            List<String> arrivals = receiver.deliveries().stream().map(WebhookReceiver.Delivery::webhookId).toList();
+            List<String> arrivals = receiver.deliveries().stream()
+                    .map(WebhookReceiver.Delivery::webhookId)
+                    .toList();
             String e = node.webhookId(earlier);
             String l = node.webhookId(later);
             String o = node.webhookId(other);
-            assertEquals(List.of(e, e, e, l), arrivals.stream().filter(id -> !id.equals(o)).toList(),
+            assertEquals(
+                    List.of(e, e, e, l),
+                    arrivals.stream().filter(id -> !id.equals(o)).toList(),
                     "the later reply only after the earlier one is dead");
             assertTrue(arrivals.indexOf(o) < arrivals.lastIndexOf(e), "the other session did not wait: " + arrivals);
             assertEquals("FAILED", node.status(earlier));

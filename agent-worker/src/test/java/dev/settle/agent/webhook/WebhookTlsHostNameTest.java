@@ -43,11 +43,32 @@ class WebhookTlsHostNameTest {
     @Test
     void sni_host_header_and_certificate_check_use_the_url_host_name(@TempDir Path dir) throws Exception {
         Path keystore = dir.resolve("hook.p12");
-        Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
-                "-genkeypair", "-alias", "hook", "-keyalg", "EC", "-groupname", "secp256r1",
-                "-dname", "CN=hook.example", "-ext", "SAN=dns:hook.example", "-validity", "2",
-                "-storetype", "PKCS12", "-keystore", keystore.toString(),
-                "-storepass", "changeit", "-keypass", "changeit").redirectErrorStream(true).start();
+        Process keytool = new ProcessBuilder(
+                        Path.of(System.getProperty("java.home"), "bin", "keytool")
+                                .toString(),
+                        "-genkeypair",
+                        "-alias",
+                        "hook",
+                        "-keyalg",
+                        "EC",
+                        "-groupname",
+                        "secp256r1",
+                        "-dname",
+                        "CN=hook.example",
+                        "-ext",
+                        "SAN=dns:hook.example",
+                        "-validity",
+                        "2",
+                        "-storetype",
+                        "PKCS12",
+                        "-keystore",
+                        keystore.toString(),
+                        "-storepass",
+                        "changeit",
+                        "-keypass",
+                        "changeit")
+                .redirectErrorStream(true)
+                .start();
         String keytoolOutput = new String(keytool.getInputStream().readAllBytes());
         assertTrue(keytool.waitFor(60, TimeUnit.SECONDS) && keytool.exitValue() == 0, keytoolOutput);
         KeyStore ks = KeyStore.getInstance("PKCS12");
@@ -89,26 +110,34 @@ class WebhookTlsHostNameTest {
         });
         server.start();
         int port = server.getAddress().getPort();
-        EndpointGuard guard = new EndpointGuard(false, host -> {
-            if (host.equals("hook.example") || host.equals("other.example")) {
-                return new InetAddress[]{publicAddress};
-            }
-            throw new UnknownHostException(host);
-        }, a -> a.equals(publicAddress) ? null : EndpointGuard.forbiddenClass(a));
-        try (WebhookSender sender = new WebhookSender(WebhookNode.SECRET, Duration.ofSeconds(10), guard,
-                new DefaultClientTlsStrategy(clientTls))) {
-            WebhookSender.Result ok = assertTimeoutPreemptively(Duration.ofSeconds(30), () -> sender.send(
-                    "https://hook.example:" + port + "/hooks", "wh_msg_tls_1", 1_700_000_000L, "{}"));
+        EndpointGuard guard = new EndpointGuard(
+                false,
+                host -> {
+                    if (host.equals("hook.example") || host.equals("other.example")) {
+                        return new InetAddress[] {publicAddress};
+                    }
+                    throw new UnknownHostException(host);
+                },
+                a -> a.equals(publicAddress) ? null : EndpointGuard.forbiddenClass(a));
+        try (WebhookSender sender = new WebhookSender(
+                WebhookNode.SECRET, Duration.ofSeconds(10), guard, new DefaultClientTlsStrategy(clientTls))) {
+            WebhookSender.Result ok = assertTimeoutPreemptively(
+                    Duration.ofSeconds(30),
+                    () -> sender.send("https://hook.example:" + port + "/hooks", "wh_msg_tls_1", 1_700_000_000L, "{}"));
             assertEquals(200, ok.status(), String.valueOf(ok.error()));
             assertEquals(List.of("hook.example"), sni, "SNI names the URL's host, not the address");
             assertEquals(List.of("hook.example:" + port), hosts);
 
             // same address, another name: the certificate is checked against the URL's name and does not match
-            WebhookSender.Result wrongName = assertTimeoutPreemptively(Duration.ofSeconds(30), () -> sender.send(
-                    "https://other.example:" + port + "/hooks", "wh_msg_tls_2", 1_700_000_000L, "{}"));
+            WebhookSender.Result wrongName = assertTimeoutPreemptively(
+                    Duration.ofSeconds(30),
+                    () -> sender.send(
+                            "https://other.example:" + port + "/hooks", "wh_msg_tls_2", 1_700_000_000L, "{}"));
             assertNull(wrongName.status());
-            assertTrue(wrongName.error().startsWith("connection failed: javax.net.ssl.SSL")
-                    && wrongName.error().contains("other.example"), wrongName.error());
+            assertTrue(
+                    wrongName.error().startsWith("connection failed: javax.net.ssl.SSL")
+                            && wrongName.error().contains("other.example"),
+                    wrongName.error());
             assertEquals(1, hosts.size(), "no request over the unverified connection");
         } finally {
             server.stop(0);

@@ -29,8 +29,8 @@ class WebhookTwoDispatchersTest {
     @Test
     void one_thousand_replies_are_each_delivered_exactly_once_in_per_session_order() {
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WebhookNode a = WebhookNode.start("two-dispatchers", Map.of("settle.webhook.url", receiver.url()));
-             WebhookNode b = new WebhookNode(a.database, Map.of("settle.webhook.url", receiver.url()))) {
+                WebhookNode a = WebhookNode.start("two-dispatchers", Map.of("settle.webhook.url", receiver.url()));
+                WebhookNode b = new WebhookNode(a.database, Map.of("settle.webhook.url", receiver.url()))) {
             List<Long> sessions = new ArrayList<>();
             List<String> externals = new ArrayList<>();
             for (int s = 0; s < SESSIONS; s++) {
@@ -43,8 +43,13 @@ class WebhookTwoDispatchersTest {
             for (int i = 0; i < PER_SESSION; i++) {
                 for (int s = 0; s < SESSIONS; s++) {
                     String webhookId = "wh_two_" + s + "_" + i;
-                    rows.add(new Object[]{webhookId, sessions.get(s), (s + i) % 2 == 0 ? receiver.url() : null,
-                            "{\"type\":\"reply.created\",\"data\":{\"sessionId\":\"" + externals.get(s) + "\",\"n\":" + i + "}}"});
+                    rows.add(new Object[] {
+                        webhookId,
+                        sessions.get(s),
+                        (s + i) % 2 == 0 ? receiver.url() : null,
+                        "{\"type\":\"reply.created\",\"data\":{\"sessionId\":\"" + externals.get(s) + "\",\"n\":" + i
+                                + "}}"
+                    });
                 }
             }
             a.jdbc.batchUpdate("""
@@ -55,9 +60,12 @@ class WebhookTwoDispatchersTest {
             long started = System.nanoTime();
 
             await("all delivered")
-                    .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(10)).pollInSameThread()
+                    .atMost(Duration.ofSeconds(120))
+                    .pollInterval(Duration.ofMillis(10))
+                    .pollInSameThread()
                     .until(() -> a.count("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'DELIVERED'") == total);
-            System.out.printf("1000 deliveries by two dispatchers in %d ms%n", (System.nanoTime() - started) / 1_000_000);
+            System.out.printf(
+                    "1000 deliveries by two dispatchers in %d ms%n", (System.nanoTime() - started) / 1_000_000);
             sleep(Duration.ofMillis(500));
 
             List<WebhookReceiver.Delivery> received = receiver.deliveries();
@@ -76,7 +84,8 @@ class WebhookTwoDispatchersTest {
             });
             Map<String, List<Long>> arrivalsPerSession = new HashMap<>();
             for (WebhookReceiver.Delivery d : received) {
-                arrivalsPerSession.computeIfAbsent(d.json().get("data").get("sessionId").asString(), k -> new ArrayList<>())
+                arrivalsPerSession
+                        .computeIfAbsent(d.json().get("data").get("sessionId").asString(), k -> new ArrayList<>())
                         .add(idOf.get(d.webhookId()));
             }
             assertEquals(SESSIONS, arrivalsPerSession.size());

@@ -27,10 +27,24 @@ class WebhookUnsignedTest {
     static void start() {
         refusing = WebhookReceiver.start();
         allowing = WebhookReceiver.start();
-        strict = WebhookNode.start("unsigned-refused", Map.of("settle.webhook.url", refusing.url(),
-                "settle.webhook.secret", "", "settle.webhook.schedule", "0s,200ms,200ms"));
-        lenient = WebhookNode.start("unsigned-allowed", Map.of("settle.webhook.url", allowing.url(),
-                "settle.webhook.secret", "", "settle.webhook.allow-unsigned", "true"));
+        strict = WebhookNode.start(
+                "unsigned-refused",
+                Map.of(
+                        "settle.webhook.url",
+                        refusing.url(),
+                        "settle.webhook.secret",
+                        "",
+                        "settle.webhook.schedule",
+                        "0s,200ms,200ms"));
+        lenient = WebhookNode.start(
+                "unsigned-allowed",
+                Map.of(
+                        "settle.webhook.url",
+                        allowing.url(),
+                        "settle.webhook.secret",
+                        "",
+                        "settle.webhook.allow-unsigned",
+                        "true"));
     }
 
     @AfterAll
@@ -53,7 +67,9 @@ class WebhookUnsignedTest {
             assertEquals(reason, attempt.get("error"));
             assertNull(attempt.get("status_code"));
         }
-        assertTrue(((String) strict.row(id).get("last_error")).contains(reason), strict.row(id).toString());
+        assertTrue(
+                ((String) strict.row(id).get("last_error")).contains(reason),
+                strict.row(id).toString());
         assertEquals(List.of(), refusing.deliveries(), "no request reached the receiver");
 
         // a tenant's own endpoint needs no deployment secret: signed with the tenant's

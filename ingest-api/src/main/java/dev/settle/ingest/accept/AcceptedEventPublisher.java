@@ -30,7 +30,11 @@ class AcceptedEventPublisher implements DisposableBean {
     static final int QUEUE_CAPACITY = 10_000;
     private static final Logger log = LoggerFactory.getLogger(AcceptedEventPublisher.class);
     private final KafkaTemplate<String, String> kafka;
-    private final ThreadPoolExecutor sender = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
+    private final ThreadPoolExecutor sender = new ThreadPoolExecutor(
+            1,
+            1,
+            0,
+            TimeUnit.MILLISECONDS,
             new ArrayBlockingQueue<>(QUEUE_CAPACITY),
             Thread.ofPlatform().name("accepted-event-publisher").daemon(true).factory());
 
@@ -43,25 +47,33 @@ class AcceptedEventPublisher implements DisposableBean {
         try {
             sender.execute(() -> send(accepted));
         } catch (RejectedExecutionException e) {
-            log.warn("MessageAccepted for session {} v{} not published (publisher queue full or stopped); the sweeper will answer it",
-                    accepted.sessionId(), accepted.version());
+            log.warn(
+                    "MessageAccepted for session {} v{} not published (publisher queue full or stopped); the sweeper will answer it",
+                    accepted.sessionId(),
+                    accepted.version());
         }
     }
 
     private void send(MessageAcceptance.Accepted accepted) {
-        MessageAccepted event = new MessageAccepted(accepted.sessionPk(), accepted.version(),
-                accepted.acceptedAt(), accepted.oldestUnansweredAt());
+        MessageAccepted event = new MessageAccepted(
+                accepted.sessionPk(), accepted.version(), accepted.acceptedAt(), accepted.oldestUnansweredAt());
         try {
             kafka.send(Topics.MESSAGE_ACCEPTED, Long.toString(accepted.sessionPk()), EventCodec.encode(event))
                     .whenComplete((result, error) -> {
                         if (error != null) {
-                            log.warn("MessageAccepted for session {} v{} not published ({}); the sweeper will answer it",
-                                    accepted.sessionId(), accepted.version(), error.toString());
+                            log.warn(
+                                    "MessageAccepted for session {} v{} not published ({}); the sweeper will answer it",
+                                    accepted.sessionId(),
+                                    accepted.version(),
+                                    error.toString());
                         }
                     });
         } catch (RuntimeException e) {
-            log.warn("MessageAccepted for session {} v{} not published ({}); the sweeper will answer it",
-                    accepted.sessionId(), accepted.version(), e.toString());
+            log.warn(
+                    "MessageAccepted for session {} v{} not published ({}); the sweeper will answer it",
+                    accepted.sessionId(),
+                    accepted.version(),
+                    e.toString());
         }
     }
 

@@ -38,14 +38,24 @@ class FailedTurnRetry {
     public MessageAcceptance.Accepted retry(String tenant, String sessionId) {
         return tx.execute(status -> {
             if (jdbc.update(CLEAR, tenant, sessionId) == 0) {
-                throw new ApiProblem(HttpStatus.CONFLICT, "nothing-to-retry",
-                        "the session has no failed turn waiting for a retry");
+                throw new ApiProblem(
+                        HttpStatus.CONFLICT, "nothing-to-retry", "the session has no failed turn waiting for a retry");
             }
-            List<MessageAcceptance.Accepted> rows = jdbc.query(READ, (rs, i) -> {
-                Instant now = DbTime.instant(rs, "now");
-                return new MessageAcceptance.Accepted(rs.getLong("id"), sessionId, null, rs.getLong("version"), now,
-                        DbTime.instant(rs, "oldest_unanswered_at"), false);
-            }, tenant, sessionId);
+            List<MessageAcceptance.Accepted> rows = jdbc.query(
+                    READ,
+                    (rs, i) -> {
+                        Instant now = DbTime.instant(rs, "now");
+                        return new MessageAcceptance.Accepted(
+                                rs.getLong("id"),
+                                sessionId,
+                                null,
+                                rs.getLong("version"),
+                                now,
+                                DbTime.instant(rs, "oldest_unanswered_at"),
+                                false);
+                    },
+                    tenant,
+                    sessionId);
             return rows.getFirst();
         });
     }

@@ -8,7 +8,6 @@ import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
-
 /**
  * Idempotency keys are honoured for {@code SETTLE_IDEMPOTENCY_RETENTION} (24 h, as Stripe, Inngest and Restate
  * keep theirs) after the message they created; past it the key is forgotten and the same key creates a new

@@ -63,9 +63,10 @@ public class MessageAcceptance {
      * {@code pending}: the session had work before this message ({@link SessionRules#HAS_WORK} at the version before
      * its bump).
      */
-    static final String READ_SESSION = "SELECT s.id, s.version, s.event_seq, s.oldest_unanswered_at, s.last_message_at, "
-            + SessionRules.EFFECTIVE_POLICY + " AS policy, "
-            + SessionRules.LEASE_LIVE + " AS generating, " + """
+    static final String READ_SESSION =
+            "SELECT s.id, s.version, s.event_seq, s.oldest_unanswered_at, s.last_message_at, "
+                    + SessionRules.EFFECTIVE_POLICY + " AS policy, "
+                    + SessionRules.LEASE_LIVE + " AS generating, " + """
                    s.version - s.replied_version AS unanswered,
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
                    (s.version - 1 > s.replied_version AND s.version - 1 > s.failed_version) AS pending
@@ -76,9 +77,14 @@ public class MessageAcceptance {
             VALUES (?, ?, 'user', ?, ?, ?, ?, ?)""";
 
     /** What the client is told; {@code replay} when an Idempotency-Key answered from the stored message. */
-    public record Accepted(long sessionPk, String sessionId, String messageId, long version,
-                           Instant acceptedAt, Instant oldestUnansweredAt, boolean replay) {
-    }
+    public record Accepted(
+            long sessionPk,
+            String sessionId,
+            String messageId,
+            long version,
+            Instant acceptedAt,
+            Instant oldestUnansweredAt,
+            boolean replay) {}
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -114,15 +120,19 @@ public class MessageAcceptance {
                         return committed;
                     }
                     unknown = null; // settled: it rolled back
-                } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
-                         | DataAccessResourceFailureException lookupFailed) {
+                } catch (TransactionException
+                        | RecoverableDataAccessException
+                        | TransientDataAccessException
+                        | DataAccessResourceFailureException lookupFailed) {
                     continue; // still unknown: look again before writing
                 }
             }
             try {
                 return acceptOnce(tenant, request, messageId);
-            } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
-                     | DataAccessResourceFailureException failed) {
+            } catch (TransactionException
+                    | RecoverableDataAccessException
+                    | TransientDataAccessException
+                    | DataAccessResourceFailureException failed) {
                 unknown = failed;
             }
         }
@@ -132,8 +142,10 @@ public class MessageAcceptance {
             if (committed != null) {
                 return committed;
             }
-        } catch (TransactionException | RecoverableDataAccessException | TransientDataAccessException
-                 | DataAccessResourceFailureException lookupFailed) {
+        } catch (TransactionException
+                | RecoverableDataAccessException
+                | TransientDataAccessException
+                | DataAccessResourceFailureException lookupFailed) {
             throw new OutcomeUnknown(messageId, lookupFailed);
         }
         throw unknown;
@@ -146,10 +158,14 @@ public class MessageAcceptance {
      */
     public static final class OutcomeUnknown extends ApiProblem {
         public OutcomeUnknown(String messageId, Throwable cause) {
-            super(HttpStatus.SERVICE_UNAVAILABLE, "outcome-unknown",
+            super(
+                    HttpStatus.SERVICE_UNAVAILABLE,
+                    "outcome-unknown",
                     "the database failed while the message was being stored and is still unavailable; it may have been "
                             + "stored. Retry with the same Idempotency-Key (answered from the stored message if it was), "
-                            + "or read GET /v1/sessions/{id}/messages before sending again", 1, cause);
+                            + "or read GET /v1/sessions/{id}/messages before sending again",
+                    1,
+                    cause);
             log.warn("the outcome of storing {} is unknown: {}", messageId, cause.toString());
         }
     }
@@ -174,8 +190,16 @@ public class MessageAcceptance {
               FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE m.message_uid = ?""";
 
     private Accepted committed(String messageId, String sessionId) {
-        List<Accepted> rows = jdbc.query(BY_UID, (rs, i) -> new Accepted(rs.getLong("id"), sessionId, messageId,
-                rs.getLong("version"), DbTime.instant(rs, "created_at"), DbTime.instant(rs, "oldest_unanswered_at"), false),
+        List<Accepted> rows = jdbc.query(
+                BY_UID,
+                (rs, i) -> new Accepted(
+                        rs.getLong("id"),
+                        sessionId,
+                        messageId,
+                        rs.getLong("version"),
+                        DbTime.instant(rs, "created_at"),
+                        DbTime.instant(rs, "oldest_unanswered_at"),
+                        false),
                 messageId);
         return rows.isEmpty() ? null : rows.getFirst();
     }
@@ -206,45 +230,77 @@ public class MessageAcceptance {
 
     private Accepted insert(String tenant, MessageRequest request, String messageId) {
         jdbc.update(UPSERT_SESSION, tenant, request.sessionId());
-        record Row(long id, long version, long eventSeq, Instant oldest, Instant now, boolean busy, long unanswered) {
-        }
-        Row row = jdbc.queryForObject(READ_SESSION, (rs, i) -> new Row(rs.getLong("id"), rs.getLong("version"), rs.getLong("event_seq"),
-                DbTime.instant(rs, "oldest_unanswered_at"), DbTime.instant(rs, "last_message_at"),
-                "reject".equals(rs.getString("policy"))
-                        && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
-                rs.getLong("unanswered")),
-                defaultPolicy, tenant, request.sessionId());
+        record Row(long id, long version, long eventSeq, Instant oldest, Instant now, boolean busy, long unanswered) {}
+        Row row = jdbc.queryForObject(
+                READ_SESSION,
+                (rs, i) -> new Row(
+                        rs.getLong("id"),
+                        rs.getLong("version"),
+                        rs.getLong("event_seq"),
+                        DbTime.instant(rs, "oldest_unanswered_at"),
+                        DbTime.instant(rs, "last_message_at"),
+                        "reject".equals(rs.getString("policy"))
+                                && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
+                        rs.getLong("unanswered")),
+                defaultPolicy,
+                tenant,
+                request.sessionId());
         if (row.unanswered() > limits.maxUnanswered()) {
             // the version bump rolls back with the refusal
-            throw new ApiProblem(HttpStatus.TOO_MANY_REQUESTS, "too-many-unanswered",
+            throw new ApiProblem(
+                    HttpStatus.TOO_MANY_REQUESTS,
+                    "too-many-unanswered",
                     "this session has " + limits.maxUnanswered() + " unanswered messages; retry when it has answered",
                     Math.max(1, limits.unansweredRetryAfter().toSeconds()));
         }
         if (row.busy()) {
             // policy reject: nothing is stored, the version bump rolls back
-            throw new ApiProblem(HttpStatus.CONFLICT, "session-busy",
+            throw new ApiProblem(
+                    HttpStatus.CONFLICT,
+                    "session-busy",
                     "this session is still answering earlier messages (policy reject); retry when it is idle");
         }
-        jdbc.update(INSERT_MESSAGE, messageId, row.id(), request.text(), row.version(), request.idempotencyKey(),
-                request.bodySha256(), DbTime.utc(row.now()));
+        jdbc.update(
+                INSERT_MESSAGE,
+                messageId,
+                row.id(),
+                request.text(),
+                row.version(),
+                request.idempotencyKey(),
+                request.bodySha256(),
+                DbTime.utc(row.now()));
         Map<String, Object> event = new LinkedHashMap<>();
         event.put("messageId", messageId);
         event.put("version", row.version());
         event.put("text", request.text());
         // the upsert reserved this event's seq (event_seq + 1) under the row lock it holds until commit
-        SessionEvents.insertReserved(jdbc, row.id(), row.eventSeq(), SessionEvents.Event.of("message.accepted", null, event));
+        SessionEvents.insertReserved(
+                jdbc, row.id(), row.eventSeq(), SessionEvents.Event.of("message.accepted", null, event));
         return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
     }
 
     private Accepted replay(String tenant, MessageRequest request) {
-        List<Accepted> found = jdbc.query(FIND_BY_KEY, (rs, i) -> {
-            if (!rs.getString("body_sha256").equals(request.bodySha256())) {
-                throw new ApiProblem(HttpStatus.UNPROCESSABLE_CONTENT, "idempotency-key-reused",
-                        "this Idempotency-Key was already used with a different body");
-            }
-            return new Accepted(0, request.sessionId(), rs.getString("message_uid"), rs.getLong("version"),
-                    null, null, true);
-        }, tenant, request.sessionId(), request.idempotencyKey());
+        List<Accepted> found = jdbc.query(
+                FIND_BY_KEY,
+                (rs, i) -> {
+                    if (!rs.getString("body_sha256").equals(request.bodySha256())) {
+                        throw new ApiProblem(
+                                HttpStatus.UNPROCESSABLE_CONTENT,
+                                "idempotency-key-reused",
+                                "this Idempotency-Key was already used with a different body");
+                    }
+                    return new Accepted(
+                            0,
+                            request.sessionId(),
+                            rs.getString("message_uid"),
+                            rs.getLong("version"),
+                            null,
+                            null,
+                            true);
+                },
+                tenant,
+                request.sessionId(),
+                request.idempotencyKey());
         return found.isEmpty() ? null : found.getFirst();
     }
 }

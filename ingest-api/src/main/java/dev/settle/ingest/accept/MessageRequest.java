@@ -28,11 +28,13 @@ public record MessageRequest(String sessionId, String text, String idempotencyKe
         SessionId.check(sessionId);
         String key = request.getHeader("Idempotency-Key");
         if (key != null && !IDEMPOTENCY_KEY.matcher(key).matches()) {
-            throw ApiProblem.badRequest("invalid-idempotency-key", "Idempotency-Key must be 1-255 printable ASCII characters");
+            throw ApiProblem.badRequest(
+                    "invalid-idempotency-key", "Idempotency-Key must be 1-255 printable ASCII characters");
         }
         String text = text(JsonBody.read(request, settings.maxBodyBytes(), JSON));
         if (text.codePointCount(0, text.length()) > settings.maxTextChars()) {
-            throw ApiProblem.tooLarge("text-too-long", "text is longer than " + settings.maxTextChars() + " characters");
+            throw ApiProblem.tooLarge(
+                    "text-too-long", "text is longer than " + settings.maxTextChars() + " characters");
         }
         return new MessageRequest(sessionId, text, key, Sha256.hex(text));
     }

@@ -13,8 +13,7 @@ import java.io.IOException;
 final class PolicyRequest {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    private PolicyRequest() {
-    }
+    private PolicyRequest() {}
 
     static String read(HttpServletRequest request, IngestSettings settings) throws IOException {
         JsonNode root = JsonBody.read(request, settings.maxBodyBytes(), JSON);

@@ -34,9 +34,14 @@ public class SessionWriteController {
     private final FailedTurnRetry retries;
     private final MeterRegistry meters;
 
-    public SessionWriteController(IngestSettings settings, MessageAcceptance acceptance, AcceptedEventPublisher publisher,
-                                  SessionViews views, SessionPolicies policies, FailedTurnRetry retries,
-                                  MeterRegistry meters) {
+    public SessionWriteController(
+            IngestSettings settings,
+            MessageAcceptance acceptance,
+            AcceptedEventPublisher publisher,
+            SessionViews views,
+            SessionPolicies policies,
+            FailedTurnRetry retries,
+            MeterRegistry meters) {
         this.settings = settings;
         this.acceptance = acceptance;
         this.publisher = publisher;
@@ -48,7 +53,10 @@ public class SessionWriteController {
 
     /** 202 only after the message committed; the event to the debounce worker follows the commit. */
     @PostMapping(value = "/messages")
-    public ResponseEntity<Map<String, Object>> post(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId, HttpServletRequest request)
+    public ResponseEntity<Map<String, Object>> post(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @PathVariable String sessionId,
+            HttpServletRequest request)
             throws IOException {
         MessageRequest message = MessageRequest.read(sessionId, request, settings);
         MessageAcceptance.Accepted accepted = acceptance.accept(tenant, message);
@@ -65,7 +73,11 @@ public class SessionWriteController {
 
     /** Sets the session's double-texting policy (creates the session when it does not exist yet). */
     @PutMapping
-    public Map<String, Object> update(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId, HttpServletRequest request) throws IOException {
+    public Map<String, Object> update(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @PathVariable String sessionId,
+            HttpServletRequest request)
+            throws IOException {
         String policy = PolicyRequest.read(request, settings);
         policies.set(tenant, SessionId.check(sessionId), policy);
         return views.session(tenant, sessionId).body();
@@ -73,7 +85,8 @@ public class SessionWriteController {
 
     /** Answers again a session whose last turn failed (409 when nothing failed). */
     @PostMapping("/retry")
-    public ResponseEntity<Map<String, Object>> retry(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+    public ResponseEntity<Map<String, Object>> retry(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
         views.session(tenant, SessionId.check(sessionId));
         MessageAcceptance.Accepted session = retries.retry(tenant, sessionId);
         publisher.publish(session);

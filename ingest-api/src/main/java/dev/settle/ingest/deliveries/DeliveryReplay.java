@@ -23,7 +23,12 @@ class DeliveryReplay {
             SELECT d.status FROM webhook_delivery d JOIN chat_session s ON s.id = d.session_id
              WHERE d.id = ? AND s.tenant_id = ?""";
 
-    public enum Outcome { REQUEUED, NOT_FOUND, PENDING, DELIVERED }
+    public enum Outcome {
+        REQUEUED,
+        NOT_FOUND,
+        PENDING,
+        DELIVERED
+    }
 
     private final JdbcTemplate jdbc;
 

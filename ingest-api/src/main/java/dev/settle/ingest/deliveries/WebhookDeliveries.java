@@ -47,7 +47,9 @@ class WebhookDeliveries {
 
     /** The statuses a delivery can have, as the API spells them. */
     public enum Status {
-        PENDING, DELIVERED, FAILED;
+        PENDING,
+        DELIVERED,
+        FAILED;
 
         public static Status parse(String value) {
             for (Status s : values()) {
@@ -74,8 +76,8 @@ class WebhookDeliveries {
     /** @param status, sessionId, before: null for no filter */
     public List<Map<String, Object>> list(String tenant, Status status, String sessionId, Long before, int limit) {
         String s = status == null ? null : status.name();
-        List<Map<String, Object>> deliveries = jdbc.query(LIST, WebhookDeliveries::delivery, tenant, s, s,
-                sessionId, sessionId, before, before, limit);
+        List<Map<String, Object>> deliveries = jdbc.query(
+                LIST, WebhookDeliveries::delivery, tenant, s, s, sessionId, sessionId, before, before, limit);
         return withAttempts(deliveries);
     }
 

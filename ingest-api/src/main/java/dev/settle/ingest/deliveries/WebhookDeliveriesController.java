@@ -44,12 +44,13 @@ public class WebhookDeliveriesController {
     }
 
     @GetMapping
-    public Map<String, Object> list(@RequestAttribute(ApiKeyFilter.TENANT) String tenant,
-                                    @RequestParam(required = false) String status,
-                                    @RequestParam(required = false) String sessionId,
-                                    @RequestParam(required = false) String limit,
-                                    @RequestParam(required = false) String after,
-                                    @RequestParam(required = false) String before) {
+    public Map<String, Object> list(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @RequestParam(required = false) String status,
+            @RequestParam(required = false) String sessionId,
+            @RequestParam(required = false) String limit,
+            @RequestParam(required = false) String after,
+            @RequestParam(required = false) String before) {
         WebhookDeliveries.Status wanted = status == null ? null : WebhookDeliveries.Status.parse(status);
         if (sessionId != null) {
             SessionId.check(sessionId);
@@ -58,25 +59,30 @@ public class WebhookDeliveriesController {
         if (after != null && before != null) {
             throw ApiProblem.badRequest("invalid-after", "after and before are the same cursor: give one of them");
         }
-        Long cursor = after != null ? Paging.afterId(after)
+        Long cursor = after != null
+                ? Paging.afterId(after)
                 : before == null ? null : Paging.positive("before", before, Long.MAX_VALUE);
-        Map<String, Object> body = Paging.page("deliveries",
-                deliveries.list(tenant, wanted, sessionId, cursor, rows + 1), rows, d -> d.get("id"));
+        Map<String, Object> body = Paging.page(
+                "deliveries", deliveries.list(tenant, wanted, sessionId, cursor, rows + 1), rows, d -> d.get("id"));
         body.put("nextBefore", body.get("next"));
         return body;
     }
 
     @PostMapping("/{id}/retry")
-    public ResponseEntity<Map<String, Object>> retry(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String id) {
+    public ResponseEntity<Map<String, Object>> retry(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String id) {
         long deliveryId = deliveryId(id);
         return switch (replay.retry(tenant, deliveryId)) {
-            case REQUEUED -> ResponseEntity.status(HttpStatus.ACCEPTED)
-                    .body(deliveries.one(tenant, deliveryId));
+            case REQUEUED -> ResponseEntity.status(HttpStatus.ACCEPTED).body(deliveries.one(tenant, deliveryId));
             case NOT_FOUND -> throw ApiProblem.notFound("no webhook delivery " + deliveryId);
-            case PENDING -> throw ApiProblem.conflict("delivery-not-failed",
-                    "webhook delivery " + deliveryId + " is pending: only failed deliveries can be retried");
-            case DELIVERED -> throw ApiProblem.conflict("delivery-not-failed",
-                    "webhook delivery " + deliveryId + " is delivered: only failed deliveries can be retried");
+            case PENDING ->
+                throw ApiProblem.conflict(
+                        "delivery-not-failed",
+                        "webhook delivery " + deliveryId + " is pending: only failed deliveries can be retried");
+            case DELIVERED ->
+                throw ApiProblem.conflict(
+                        "delivery-not-failed",
+                        "webhook delivery " + deliveryId + " is delivered: only failed deliveries can be retried");
         };
     }
 
@@ -89,7 +95,8 @@ public class WebhookDeliveriesController {
         } catch (NumberFormatException e) {
             // refused below
         }
-        throw ApiProblem.badRequest("invalid-delivery-id", "a delivery id is a positive integer, as listed by "
-                + "GET /v1/webhooks/deliveries");
+        throw ApiProblem.badRequest(
+                "invalid-delivery-id",
+                "a delivery id is a positive integer, as listed by " + "GET /v1/webhooks/deliveries");
     }
 }

@@ -44,26 +44,34 @@ public class LedgerController {
     }
 
     @GetMapping("/v1/ledger/entries")
-    public Map<String, Object> entries(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @RequestParam(required = false) String sessionId,
-                                       @RequestParam(required = false) String after,
-                                       @RequestParam(required = false) String limit) {
+    public Map<String, Object> entries(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @RequestParam(required = false) String sessionId,
+            @RequestParam(required = false) String after,
+            @RequestParam(required = false) String limit) {
         if (sessionId == null) {
             throw ApiProblem.badRequest("missing-session-id", "the query parameter sessionId is required");
         }
         SessionId.check(sessionId);
         int rows = Paging.limit(limit);
         Long from = Paging.afterId(after);
-        List<Map<String, Object>> entries = jdbc.query(ENTRIES, (rs, i) -> {
-            Map<String, Object> e = new LinkedHashMap<>();
-            e.put("entryId", rs.getLong("id"));
-            e.put("sessionId", rs.getString("external_id"));
-            e.put("executionId", rs.getLong("execution_id"));
-            e.put("amount", rs.getBigDecimal("amount"));
-            e.put("category", rs.getString("category"));
-            e.put("note", rs.getString("note"));
-            e.put("createdAt", DbTime.instant(rs, "created_at").toString());
-            return e;
-        }, tenant, sessionId, from == null ? 0 : from, rows + 1);
+        List<Map<String, Object>> entries = jdbc.query(
+                ENTRIES,
+                (rs, i) -> {
+                    Map<String, Object> e = new LinkedHashMap<>();
+                    e.put("entryId", rs.getLong("id"));
+                    e.put("sessionId", rs.getString("external_id"));
+                    e.put("executionId", rs.getLong("execution_id"));
+                    e.put("amount", rs.getBigDecimal("amount"));
+                    e.put("category", rs.getString("category"));
+                    e.put("note", rs.getString("note"));
+                    e.put("createdAt", DbTime.instant(rs, "created_at").toString());
+                    return e;
+                },
+                tenant,
+                sessionId,
+                from == null ? 0 : from,
+                rows + 1);
         return Paging.page("entries", entries, rows, e -> e.get("entryId"));
     }
 }

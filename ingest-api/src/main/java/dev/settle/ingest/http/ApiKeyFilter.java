@@ -47,7 +47,8 @@ public class ApiKeyFilter extends OncePerRequestFilter {
 
     ApiKeyFilter(IngestSettings settings, TenantKeys keys, TenantRateLimiter tenantRate, AuthFailureLimiter failures) {
         this.deploymentKey = settings.apiKey().getBytes(StandardCharsets.UTF_8);
-        this.adminKey = settings.adminKey() == null || settings.adminKey().isBlank() ? null
+        this.adminKey = settings.adminKey() == null || settings.adminKey().isBlank()
+                ? null
                 : settings.adminKey().getBytes(StandardCharsets.UTF_8);
         this.keys = keys;
         this.tenantRate = tenantRate;
@@ -62,7 +63,9 @@ public class ApiKeyFilter extends OncePerRequestFilter {
             chain.doFilter(request, response);
             return;
         }
-        String presented = header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : "";
+        String presented = header.regionMatches(true, 0, "Bearer ", 0, 7)
+                ? header.substring(7).trim()
+                : "";
         byte[] bytes = presented.getBytes(StandardCharsets.UTF_8);
         Caller caller;
         if (adminKey != null && MessageDigest.isEqual(adminKey, bytes)) {
@@ -73,14 +76,19 @@ public class ApiKeyFilter extends OncePerRequestFilter {
             String address = request.getRemoteAddr();
             long blocked = failures.blockedFor(address);
             if (blocked > 0) {
-                SecurityProblems.rateLimited(request, response, blocked, "too many failed authentications from "
-                        + "this address; retry after " + blocked + " s");
+                SecurityProblems.rateLimited(
+                        request,
+                        response,
+                        blocked,
+                        "too many failed authentications from " + "this address; retry after " + blocked + " s");
                 return;
             }
             String tenant = ISSUED_KEY.matcher(presented).matches() ? keys.tenantOf(presented) : null;
             if (tenant == null) {
                 failures.failed(address);
-                SecurityProblems.unauthorized(request, response,
+                SecurityProblems.unauthorized(
+                        request,
+                        response,
                         presented.isEmpty() ? "missing Authorization: Bearer <key>" : "wrong API key");
                 return;
             }
@@ -89,7 +97,10 @@ public class ApiKeyFilter extends OncePerRequestFilter {
         if (caller.role() == Caller.Role.TENANT) {
             long retryAfter = tenantRate.acquire(caller.tenant());
             if (retryAfter > 0) {
-                SecurityProblems.rateLimited(request, response, retryAfter,
+                SecurityProblems.rateLimited(
+                        request,
+                        response,
+                        retryAfter,
                         "this tenant's request rate is exhausted; retry after " + retryAfter + " s");
                 return;
             }

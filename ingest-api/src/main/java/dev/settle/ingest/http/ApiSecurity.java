@@ -39,21 +39,26 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 @Configuration(proxyBeanMethods = false)
 @EnableWebSecurity
 class ApiSecurity implements WebMvcConfigurer {
-    static final RequestMatcher ADMIN_ROUTES = PathPatternRequestMatcher.withDefaults().matcher("/v1/admin/**");
+    static final RequestMatcher ADMIN_ROUTES =
+            PathPatternRequestMatcher.withDefaults().matcher("/v1/admin/**");
     private final SecurityProblems problems;
 
     ApiSecurity(IngestSettings settings, Environment environment) {
         if (ManagementPortType.get(environment) == ManagementPortType.SAME) {
-            throw new IllegalStateException("SETTLE_MANAGEMENT_PORT (management.server.port) must differ from the API "
-                    + "port: actuator (metrics naming every tenant, health) is never served on the API port; -1 turns it off");
+            throw new IllegalStateException(
+                    "SETTLE_MANAGEMENT_PORT (management.server.port) must differ from the API "
+                            + "port: actuator (metrics naming every tenant, health) is never served on the API port; -1 turns it off");
         }
-        this.problems = new SecurityProblems(ADMIN_ROUTES, settings.adminKey() == null || settings.adminKey().isBlank());
+        this.problems = new SecurityProblems(
+                ADMIN_ROUTES, settings.adminKey() == null || settings.adminKey().isBlank());
     }
 
     @Bean
-    SecurityFilterChain apiFilterChain(HttpSecurity http, IngestSettings settings, TenantKeys keys,
-                                       TenantRateLimiter tenantRate) throws Exception {
-        AuthFailureLimiter failures = new AuthFailureLimiter(settings.auth().failureRate(), settings.auth().failureBurst());
+    SecurityFilterChain apiFilterChain(
+            HttpSecurity http, IngestSettings settings, TenantKeys keys, TenantRateLimiter tenantRate)
+            throws Exception {
+        AuthFailureLimiter failures = new AuthFailureLimiter(
+                settings.auth().failureRate(), settings.auth().failureBurst());
         http.csrf(c -> c.disable())
                 .httpBasic(b -> b.disable())
                 .formLogin(f -> f.disable())
@@ -62,15 +67,21 @@ class ApiSecurity implements WebMvcConfigurer {
                 .sessionManagement(s -> s.sessionCreationPolicy(SessionCreationPolicy.STATELESS))
                 .addFilterBefore(new ApiKeyFilter(settings, keys, tenantRate, failures), AuthorizationFilter.class)
                 .exceptionHandling(e -> e.authenticationEntryPoint(problems).accessDeniedHandler(problems))
-                .authorizeHttpRequests(a -> a
-                        .dispatcherTypeMatchers(DispatcherType.ERROR).permitAll()
-                        .requestMatchers("/error").denyAll() // Spring Boot's error page is no route of its own
-                        .requestMatchers(EndpointRequest.toAnyEndpoint()).permitAll()
-                        .requestMatchers(HttpMethod.GET, OpenApiController.PATH).permitAll()
-                        .requestMatchers(ADMIN_ROUTES).hasRole(Caller.Role.ADMIN.name())
-                        .requestMatchers("/v1/**").hasRole(Caller.Role.TENANT.name())
+                .authorizeHttpRequests(a -> a.dispatcherTypeMatchers(DispatcherType.ERROR)
+                        .permitAll()
+                        .requestMatchers("/error")
+                        .denyAll() // Spring Boot's error page is no route of its own
+                        .requestMatchers(EndpointRequest.toAnyEndpoint())
+                        .permitAll()
+                        .requestMatchers(HttpMethod.GET, OpenApiController.PATH)
+                        .permitAll()
+                        .requestMatchers(ADMIN_ROUTES)
+                        .hasRole(Caller.Role.ADMIN.name())
+                        .requestMatchers("/v1/**")
+                        .hasRole(Caller.Role.TENANT.name())
                         // nothing outside /v1 has a handler here; RouteAccess refuses any handler without a rule
-                        .anyRequest().permitAll());
+                        .anyRequest()
+                        .permitAll());
         return http.build();
     }
 

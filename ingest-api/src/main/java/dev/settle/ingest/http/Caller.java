@@ -12,7 +12,9 @@ import java.util.List;
 public final class Caller extends AbstractAuthenticationToken {
     /** What a route requires; {@code PUBLIC} needs no key. */
     public enum Role {
-        PUBLIC, TENANT, ADMIN;
+        PUBLIC,
+        TENANT,
+        ADMIN;
 
         String authority() {
             return "ROLE_" + name();

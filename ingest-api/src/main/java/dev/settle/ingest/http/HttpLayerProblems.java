@@ -56,9 +56,11 @@ public class HttpLayerProblems implements WebServerFactoryCustomizer<TomcatServl
             HttpStatus known = HttpStatus.resolve(status);
             problem.put("title", known == null ? "Error" : known.getReasonPhrase());
             problem.put("status", status);
-            problem.put("detail", status < 500
-                    ? "the HTTP layer refused this request (malformed request line, path or headers); nothing was read or stored"
-                    : "the request failed; nothing was accepted");
+            problem.put(
+                    "detail",
+                    status < 500
+                            ? "the HTTP layer refused this request (malformed request line, path or headers); nothing was read or stored"
+                            : "the request failed; nothing was accepted");
             try {
                 response.setContentType("application/problem+json");
                 response.setCharacterEncoding(StandardCharsets.UTF_8.name());

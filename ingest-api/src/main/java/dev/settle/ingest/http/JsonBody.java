@@ -20,8 +20,7 @@ import java.nio.charset.StandardCharsets;
  * strict UTF-8 and valid JSON (else 400 {@code malformed-json}).
  */
 public final class JsonBody {
-    private JsonBody() {
-    }
+    private JsonBody() {}
 
     /** The parsed body; {@code json} decides, e.g., whether a duplicate field is refused. */
     public static JsonNode read(HttpServletRequest request, int maxBytes, JsonMapper json) throws IOException {
@@ -31,7 +30,8 @@ public final class JsonBody {
         try {
             return json.readTree(body);
         } catch (JacksonException e) {
-            throw ApiProblem.badRequest("malformed-json", "the body is not valid UTF-8 JSON: " + e.getOriginalMessage());
+            throw ApiProblem.badRequest(
+                    "malformed-json", "the body is not valid UTF-8 JSON: " + e.getOriginalMessage());
         }
     }
 
@@ -42,15 +42,18 @@ public final class JsonBody {
         } catch (RuntimeException e) {
             type = null;
         }
-        boolean json = type != null && ("application".equals(type.getType()))
+        boolean json = type != null
+                && ("application".equals(type.getType()))
                 && ("json".equals(type.getSubtype()) || type.getSubtype().endsWith("+json"));
         if (!json) {
-            throw new ApiProblem(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type",
+            throw new ApiProblem(
+                    HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported-media-type",
                     "Content-Type must be application/json");
         }
         if (type.getCharset() != null && !StandardCharsets.UTF_8.equals(type.getCharset())) {
-            throw new ApiProblem(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type",
-                    "the body must be UTF-8 encoded");
+            throw new ApiProblem(
+                    HttpStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type", "the body must be UTF-8 encoded");
         }
     }
 
@@ -74,7 +77,8 @@ public final class JsonBody {
      */
     static void checkUtf8(byte[] body) {
         try {
-            StandardCharsets.UTF_8.newDecoder()
+            StandardCharsets.UTF_8
+                    .newDecoder()
                     .onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT)
                     .decode(ByteBuffer.wrap(body));

@@ -44,12 +44,16 @@ public class OpenApiController {
         byte[] body = served;
         if (body == null) {
             Set<String> routes = new HashSet<>();
-            context.getBean("requestMappingHandlerMapping", RequestMappingHandlerMapping.class).getHandlerMethods()
-                    .keySet().forEach(info -> routes.addAll(info.getPatternValues()));
+            context.getBean("requestMappingHandlerMapping", RequestMappingHandlerMapping.class)
+                    .getHandlerMethods()
+                    .keySet()
+                    .forEach(info -> routes.addAll(info.getPatternValues()));
             body = withoutAbsentOptionalPaths(spec, routes).getBytes(StandardCharsets.UTF_8);
             served = body;
         }
-        return ResponseEntity.ok().contentType(MediaType.parseMediaType("application/yaml")).body(body);
+        return ResponseEntity.ok()
+                .contentType(MediaType.parseMediaType("application/yaml"))
+                .body(body);
     }
 
     /** The spec without the path items marked {@code x-settle-optional} whose path is not among {@code routes}. */

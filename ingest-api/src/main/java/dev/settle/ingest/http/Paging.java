@@ -24,8 +24,7 @@ public final class Paging {
 
     private static final Base64.Encoder TOKEN = Base64.getUrlEncoder().withoutPadding();
 
-    private Paging() {
-    }
+    private Paging() {}
 
     /** The page size: {@link #DEFAULT_LIMIT} when absent, else an integer from 1 to {@link #MAX_LIMIT}. */
     public static int limit(String value) {
@@ -93,8 +92,8 @@ public final class Paging {
     }
 
     /** As {@link #page(String, List, int, Function)}, each row shown as {@code view} makes it. */
-    public static <T> Map<String, Object> page(String field, List<T> rows, int limit, Function<T, Object> cursor,
-                                        Function<T, ?> view) {
+    public static <T> Map<String, Object> page(
+            String field, List<T> rows, int limit, Function<T, Object> cursor, Function<T, ?> view) {
         boolean more = rows.size() > limit;
         List<T> shown = more ? rows.subList(0, limit) : rows;
         Map<String, Object> body = new LinkedHashMap<>();

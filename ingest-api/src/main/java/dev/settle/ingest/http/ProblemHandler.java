@@ -27,19 +27,25 @@ class ProblemHandler extends ResponseEntityExceptionHandler {
         if (e.retryAfterSeconds() > 0) {
             answer.header("Retry-After", Long.toString(e.retryAfterSeconds()));
         }
-        return answer
-                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
-                .body(e.toProblemDetail(request.getRequestURI()));
+        return answer.contentType(MediaType.APPLICATION_PROBLEM_JSON).body(e.toProblemDetail(request.getRequestURI()));
     }
 
     /** The database is unreachable: nothing was accepted, and the client may retry (with its Idempotency-Key). */
-    @ExceptionHandler({DataAccessResourceFailureException.class, RecoverableDataAccessException.class,
-            TransientDataAccessException.class, TransactionException.class, CannotGetJdbcConnectionException.class})
+    @ExceptionHandler({
+        DataAccessResourceFailureException.class,
+        RecoverableDataAccessException.class,
+        TransientDataAccessException.class,
+        TransactionException.class,
+        CannotGetJdbcConnectionException.class
+    })
     ResponseEntity<ProblemDetail> unavailable(Exception e, HttpServletRequest request) {
         log.warn("database unavailable on {} {}: {}", request.getMethod(), request.getRequestURI(), e.toString());
-        ApiProblem problem = new ApiProblem(HttpStatus.SERVICE_UNAVAILABLE, "unavailable",
+        ApiProblem problem = new ApiProblem(
+                HttpStatus.SERVICE_UNAVAILABLE,
+                "unavailable",
                 "the database is unavailable; nothing was accepted. Retry shortly, with the same Idempotency-Key");
-        return ResponseEntity.status(503).header("Retry-After", "1")
+        return ResponseEntity.status(503)
+                .header("Retry-After", "1")
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON)
                 .body(problem.toProblemDetail(request.getRequestURI()));
     }
@@ -47,8 +53,8 @@ class ProblemHandler extends ResponseEntityExceptionHandler {
     @ExceptionHandler(Exception.class)
     ResponseEntity<ProblemDetail> unexpected(Exception e, HttpServletRequest request) {
         log.error("unexpected error on {} {}", request.getMethod(), request.getRequestURI(), e);
-        ApiProblem problem = new ApiProblem(HttpStatus.INTERNAL_SERVER_ERROR, "internal",
-                "the request failed; nothing was accepted");
+        ApiProblem problem = new ApiProblem(
+                HttpStatus.INTERNAL_SERVER_ERROR, "internal", "the request failed; nothing was accepted");
         return ResponseEntity.status(500)
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON)
                 .body(problem.toProblemDetail(request.getRequestURI()));

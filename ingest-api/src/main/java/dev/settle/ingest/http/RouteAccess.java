@@ -27,7 +27,8 @@ final class RouteAccess implements HandlerInterceptor {
     @Override
     public boolean preHandle(HttpServletRequest request, HttpServletResponse response, Object handler)
             throws Exception {
-        if (!(handler instanceof HandlerMethod method) || !method.getBeanType().getPackageName().startsWith("dev.settle")) {
+        if (!(handler instanceof HandlerMethod method)
+                || !method.getBeanType().getPackageName().startsWith("dev.settle")) {
             return true;
         }
         Caller.Role required = required(method);
@@ -45,7 +46,8 @@ final class RouteAccess implements HandlerInterceptor {
             return false;
         }
         if (!caller.may(required)
-                || (required == Caller.Role.TENANT && !caller.tenant().equals(request.getAttribute(ApiKeyFilter.TENANT)))) {
+                || (required == Caller.Role.TENANT
+                        && !caller.tenant().equals(request.getAttribute(ApiKeyFilter.TENANT)))) {
             problems.wrongKind(request, response, required);
             return false;
         }

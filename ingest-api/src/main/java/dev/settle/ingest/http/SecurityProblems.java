@@ -50,20 +50,35 @@ final class SecurityProblems implements AuthenticationEntryPoint, AccessDeniedHa
     @Override
     public void handle(HttpServletRequest request, HttpServletResponse response, RequestRejectedException e)
             throws IOException {
-        write(request, response, 400, "rejected-request", "the request's path or headers are ambiguous or malformed "
-                + "(e.g. ';', an encoded '/', '.', '%' or '\\', dot segments, doubled slashes); nothing was read or stored");
+        write(
+                request,
+                response,
+                400,
+                "rejected-request",
+                "the request's path or headers are ambiguous or malformed "
+                        + "(e.g. ';', an encoded '/', '.', '%' or '\\', dot segments, doubled slashes); nothing was read or stored");
     }
 
     void missingKey(HttpServletRequest request, HttpServletResponse response, Caller.Role required) throws IOException {
-        unauthorized(request, response, required == Caller.Role.ADMIN
-                ? (adminClosed ? "the admin API is closed: SETTLE_ADMIN_KEY is not set" : "missing Authorization: Bearer <admin key>")
-                : "missing Authorization: Bearer <key>");
+        unauthorized(
+                request,
+                response,
+                required == Caller.Role.ADMIN
+                        ? (adminClosed
+                                ? "the admin API is closed: SETTLE_ADMIN_KEY is not set"
+                                : "missing Authorization: Bearer <admin key>")
+                        : "missing Authorization: Bearer <key>");
     }
 
     void wrongKind(HttpServletRequest request, HttpServletResponse response, Caller.Role required) throws IOException {
-        unauthorized(request, response, required == Caller.Role.ADMIN
-                ? (adminClosed ? "the admin API is closed: SETTLE_ADMIN_KEY is not set" : "this route needs the admin key")
-                : "this route needs a tenant's API key");
+        unauthorized(
+                request,
+                response,
+                required == Caller.Role.ADMIN
+                        ? (adminClosed
+                                ? "the admin API is closed: SETTLE_ADMIN_KEY is not set"
+                                : "this route needs the admin key")
+                        : "this route needs a tenant's API key");
     }
 
     static void unauthorized(HttpServletRequest request, HttpServletResponse response, String detail)
@@ -72,14 +87,16 @@ final class SecurityProblems implements AuthenticationEntryPoint, AccessDeniedHa
         write(request, response, 401, "unauthorized", detail);
     }
 
-    static void rateLimited(HttpServletRequest request, HttpServletResponse response, long retryAfterSeconds,
-                            String detail) throws IOException {
+    static void rateLimited(
+            HttpServletRequest request, HttpServletResponse response, long retryAfterSeconds, String detail)
+            throws IOException {
         response.setHeader("Retry-After", Long.toString(retryAfterSeconds));
         write(request, response, 429, "rate-limited", detail);
     }
 
-    private static void write(HttpServletRequest request, HttpServletResponse response, int status, String type,
-                              String detail) throws IOException {
+    private static void write(
+            HttpServletRequest request, HttpServletResponse response, int status, String type, String detail)
+            throws IOException {
         if (response.isCommitted()) {
             return;
         }

@@ -6,14 +6,12 @@ import java.util.regex.Pattern;
 public final class SessionId {
     private static final Pattern SESSION_ID = Pattern.compile("[A-Za-z0-9._:-]{1,128}");
 
-    private SessionId() {
-    }
+    private SessionId() {}
 
     /** @return the id, checked */
     public static String check(String sessionId) {
         if (sessionId == null || !SESSION_ID.matcher(sessionId).matches()) {
-            throw ApiProblem.badRequest("invalid-session-id",
-                    "sessionId must be 1-128 characters of [A-Za-z0-9._:-]");
+            throw ApiProblem.badRequest("invalid-session-id", "sessionId must be 1-128 characters of [A-Za-z0-9._:-]");
         }
         return sessionId;
     }

@@ -74,7 +74,8 @@ class ApiKeys implements TenantKeys {
 
     @Override
     public String tenantOf(String presentedKey) {
-        if (presentedKey.isEmpty() || presentedKey.length() > 200
+        if (presentedKey.isEmpty()
+                || presentedKey.length() > 200
                 || !StandardCharsets.US_ASCII.newEncoder().canEncode(presentedKey)) {
             return null;
         }
@@ -92,14 +93,17 @@ class ApiKeys implements TenantKeys {
     }
 
     public List<Map<String, Object>> list(String tenantId) {
-        return jdbc.query(LIST, (rs, i) -> {
-            Map<String, Object> k = new LinkedHashMap<>();
-            k.put("keyId", rs.getLong("id"));
-            k.put("prefix", rs.getString("prefix"));
-            k.put("createdAt", DbTime.instant(rs, "created_at").toString());
-            var revoked = DbTime.instant(rs, "revoked_at");
-            k.put("revokedAt", revoked == null ? null : revoked.toString());
-            return k;
-        }, tenantId);
+        return jdbc.query(
+                LIST,
+                (rs, i) -> {
+                    Map<String, Object> k = new LinkedHashMap<>();
+                    k.put("keyId", rs.getLong("id"));
+                    k.put("prefix", rs.getString("prefix"));
+                    k.put("createdAt", DbTime.instant(rs, "created_at").toString());
+                    var revoked = DbTime.instant(rs, "revoked_at");
+                    k.put("revokedAt", revoked == null ? null : revoked.toString());
+                    return k;
+                },
+                tenantId);
     }
 }

@@ -23,17 +23,19 @@ import java.util.regex.Pattern;
  * Each field is optional; {@code present} tells which ones the body named (so that an update can clear a field
  * with {@code null}). Everything is checked before anything is written.
  */
-record TenantRequest(String id, String name, String webhookUrl, String webhookSecrets, String defaultPolicy,
-                     Set<String> present) {
+record TenantRequest(
+        String id, String name, String webhookUrl, String webhookSecrets, String defaultPolicy, Set<String> present) {
     static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,63}");
     private static final Set<String> FIELDS = Set.of("id", "name", "webhookUrl", "webhookSecrets", "defaultPolicy");
     private static final JsonMapper JSON = JsonMapper.builder()
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
 
     static String checkTenantId(String id) {
         if (id == null || !TENANT_ID.matcher(id).matches()) {
-            throw ApiProblem.badRequest("invalid-tenant-id", "a tenant id is 1-64 characters of [a-z0-9_-], "
-                    + "starting with a letter or digit");
+            throw ApiProblem.badRequest(
+                    "invalid-tenant-id",
+                    "a tenant id is 1-64 characters of [a-z0-9_-], " + "starting with a letter or digit");
         }
         return id;
     }
@@ -54,7 +56,8 @@ record TenantRequest(String id, String name, String webhookUrl, String webhookSe
             checkTenantId(id);
         }
         String name = text(root, "name");
-        if (name != null && (name.isBlank() || name.length() > 200 || name.chars().anyMatch(c -> c < 0x20 || c == 0x7F))) {
+        if (name != null
+                && (name.isBlank() || name.length() > 200 || name.chars().anyMatch(c -> c < 0x20 || c == 0x7F))) {
             throw ApiProblem.badRequest("invalid-name", "name must be 1-200 printable characters");
         }
         String url = text(root, "webhookUrl");
@@ -88,14 +91,17 @@ record TenantRequest(String id, String name, String webhookUrl, String webhookSe
         try {
             URI uri = new URI(url.trim());
             String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
-            if ((scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null && uri.getUserInfo() == null
+            if ((scheme.equals("http") || scheme.equals("https"))
+                    && uri.getHost() != null
+                    && uri.getUserInfo() == null
                     && uri.toASCIIString().length() <= 2048) {
                 return uri.toASCIIString();
             }
         } catch (URISyntaxException e) {
             // refused below
         }
-        throw ApiProblem.badRequest("invalid-webhookUrl",
+        throw ApiProblem.badRequest(
+                "invalid-webhookUrl",
                 "webhookUrl must be an absolute http(s) URL with a host and no user info, at most 2048 characters");
     }
 
@@ -133,8 +139,11 @@ record TenantRequest(String id, String name, String webhookUrl, String webhookSe
     }
 
     private static ApiProblem invalidSecrets(String detail) {
-        return ApiProblem.unprocessable("invalid-webhookSecrets", detail + "; a secret is " + WebhookSecrets.PREFIX
-                + " followed by the standard base64 of " + WebhookSecrets.MIN_BYTES + " to " + WebhookSecrets.MAX_BYTES
-                + " random bytes (the Standard Webhooks form), e.g. 32 bytes from a CSPRNG");
+        return ApiProblem.unprocessable(
+                "invalid-webhookSecrets",
+                detail + "; a secret is " + WebhookSecrets.PREFIX
+                        + " followed by the standard base64 of " + WebhookSecrets.MIN_BYTES + " to "
+                        + WebhookSecrets.MAX_BYTES
+                        + " random bytes (the Standard Webhooks form), e.g. 32 bytes from a CSPRNG");
     }
 }

@@ -64,14 +64,21 @@ public class Tenants {
      * ({@code webhookSecret}), both shown this once
      */
     public Map<String, Object> create(TenantRequest request) {
-        String id = request.id() != null ? request.id() : "t-" + UUID.randomUUID().toString().substring(0, 13);
+        String id = request.id() != null
+                ? request.id()
+                : "t-" + UUID.randomUUID().toString().substring(0, 13);
         String name = request.name() != null ? request.name() : id;
-        String generated = request.webhookUrl() != null && request.webhookSecrets() == null
-                ? WebhookSecrets.generate() : null;
+        String generated =
+                request.webhookUrl() != null && request.webhookSecrets() == null ? WebhookSecrets.generate() : null;
         try {
             return tx.execute(status -> {
-                jdbc.update(INSERT, id, name, request.webhookUrl(),
-                        generated != null ? generated : request.webhookSecrets(), request.defaultPolicy());
+                jdbc.update(
+                        INSERT,
+                        id,
+                        name,
+                        request.webhookUrl(),
+                        generated != null ? generated : request.webhookSecrets(),
+                        request.defaultPolicy());
                 ApiKeys.Issued key = keys.issue(id);
                 Map<String, Object> body = one(id);
                 body.put("apiKey", key.body());
@@ -127,9 +134,11 @@ public class Tenants {
             return null;
         }
         if (request.present().contains("webhookSecrets")) {
-            throw ApiProblem.unprocessable("invalid-webhookSecrets", "webhookSecrets cannot be removed while the "
-                    + "tenant has a webhookUrl: its deliveries are signed with its own secrets only, or not sent; "
-                    + "set new secrets, or clear webhookUrl in the same request");
+            throw ApiProblem.unprocessable(
+                    "invalid-webhookSecrets",
+                    "webhookSecrets cannot be removed while the "
+                            + "tenant has a webhookUrl: its deliveries are signed with its own secrets only, or not sent; "
+                            + "set new secrets, or clear webhookUrl in the same request");
         }
         if (request.webhookUrl() == null) {
             return null; // not generated unasked: its deliveries are not sent, with that reason, until it has some

@@ -29,8 +29,7 @@ class EventStream {
             SELECT seq, type, data FROM session_event
              WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500""";
 
-    record Row(long seq, String type, String data) {
-    }
+    record Row(long seq, String type, String data) {}
 
     private final JdbcTemplate jdbc;
     private final IngestSettings.Events settings;
@@ -53,14 +52,23 @@ class EventStream {
         long lastWrite = System.nanoTime();
         long last = lastSeq;
         while (System.nanoTime() < deadline) {
-            List<Row> rows = jdbc.query(AFTER, (rs, i) -> new Row(rs.getLong("seq"), rs.getString("type"),
-                    rs.getString("data")), sessionPk, last);
+            List<Row> rows = jdbc.query(
+                    AFTER,
+                    (rs, i) -> new Row(rs.getLong("seq"), rs.getString("type"), rs.getString("data")),
+                    sessionPk,
+                    last);
             if (!rows.isEmpty()) {
                 StringBuilder chunk = new StringBuilder();
                 for (Row row : rows) {
-                    chunk.append("id: ").append(row.seq()).append('\n')
-                            .append("event: ").append(row.type()).append('\n')
-                            .append("data: ").append(row.data()).append("\n\n");
+                    chunk.append("id: ")
+                            .append(row.seq())
+                            .append('\n')
+                            .append("event: ")
+                            .append(row.type())
+                            .append('\n')
+                            .append("data: ")
+                            .append(row.data())
+                            .append("\n\n");
                     last = row.seq();
                 }
                 out.write(chunk.toString().getBytes(StandardCharsets.UTF_8));

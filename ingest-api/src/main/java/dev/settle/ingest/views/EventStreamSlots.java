@@ -31,7 +31,8 @@ class EventStreamSlots {
         this.perTenant = settings.events().maxPerTenant();
         this.perInstance = settings.events().maxPerInstance();
         Gauge.builder("settle.events.open", this, EventStreamSlots::open)
-                .description("event streams open on this ingest instance").register(meters);
+                .description("event streams open on this ingest instance")
+                .register(meters);
     }
 
     /** One open stream's place; {@link #close} gives it back (once, however often it is called). */

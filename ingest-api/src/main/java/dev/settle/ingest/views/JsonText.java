@@ -7,8 +7,7 @@ import tools.jackson.databind.json.JsonMapper;
 final class JsonText {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    private JsonText() {
-    }
+    private JsonText() {}
 
     static Object parseOrString(String text) {
         if (text == null) {

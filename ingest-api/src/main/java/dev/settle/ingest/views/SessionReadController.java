@@ -34,7 +34,8 @@ public class SessionReadController {
     }
 
     @GetMapping
-    public Map<String, Object> session(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
+    public Map<String, Object> session(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId) {
         return views.session(tenant, SessionId.check(sessionId)).body();
     }
 
@@ -43,9 +44,11 @@ public class SessionReadController {
      * refreshes mid-turn sees what is happening.
      */
     @GetMapping("/messages")
-    public Map<String, Object> messages(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
-                                        @RequestParam(required = false) String after,
-                                        @RequestParam(required = false) String limit) {
+    public Map<String, Object> messages(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @PathVariable String sessionId,
+            @RequestParam(required = false) String after,
+            @RequestParam(required = false) String limit) {
         int rows = Paging.limit(limit);
         long[] from = SessionViews.messagesAfter(after);
         SessionViews.SessionView session = views.session(tenant, SessionId.check(sessionId));
@@ -59,16 +62,20 @@ public class SessionReadController {
      * per tenant and per instance ({@link EventStreamSlots}): one more is a 429 before anything is streamed.
      */
     @GetMapping("/events")
-    public void events(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
-                       @RequestHeader(value = "Last-Event-ID", required = false) String lastEventId,
-                       HttpServletResponse response) throws IOException {
+    public void events(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @PathVariable String sessionId,
+            @RequestHeader(value = "Last-Event-ID", required = false) String lastEventId,
+            HttpServletResponse response)
+            throws IOException {
         SessionViews.SessionView session = views.session(tenant, SessionId.check(sessionId));
         long last = 0;
         if (lastEventId != null && !lastEventId.isBlank()) {
             try {
                 last = Long.parseLong(lastEventId.trim());
             } catch (NumberFormatException e) {
-                throw ApiProblem.badRequest("invalid-last-event-id", "Last-Event-ID must be an event id from this stream");
+                throw ApiProblem.badRequest(
+                        "invalid-last-event-id", "Last-Event-ID must be an event id from this stream");
             }
         }
         try (EventStreamSlots.Slot slot = slots.acquire(tenant)) {
@@ -81,9 +88,11 @@ public class SessionReadController {
      * time ({@code ?after=&limit=}, see {@link Paging}).
      */
     @GetMapping("/turns")
-    public Map<String, Object> turns(@RequestAttribute(ApiKeyFilter.TENANT) String tenant, @PathVariable String sessionId,
-                                     @RequestParam(required = false) String after,
-                                     @RequestParam(required = false) String limit) {
+    public Map<String, Object> turns(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @PathVariable String sessionId,
+            @RequestParam(required = false) String after,
+            @RequestParam(required = false) String limit) {
         int rows = Paging.limit(limit);
         Long from = Paging.afterId(after);
         SessionViews.SessionView session = views.session(tenant, SessionId.check(sessionId));

@@ -62,6 +62,7 @@ public class SessionViews {
 
     /** The range of DATETIME(6), in microseconds since the epoch. */
     private static final long MIN_MICROS = micros(Instant.parse("1000-01-01T00:00:00Z"));
+
     private static final long MAX_MICROS = micros(Instant.parse("9999-12-31T23:59:59.999999Z"));
     /** Where the messages view starts: before any row (kind -1 sorts before both kinds). */
     private static final long[] FIRST = {MIN_MICROS, -1, 0};
@@ -73,8 +74,14 @@ public class SessionViews {
         }
     }
 
-    public record SessionView(long pk, String sessionId, long version, long repliedVersion, String state,
-                              String policy, long discardedTokens) {
+    public record SessionView(
+            long pk,
+            String sessionId,
+            long version,
+            long repliedVersion,
+            String state,
+            String policy,
+            long discardedTokens) {
         public Map<String, Object> body() {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("sessionId", sessionId);
@@ -96,11 +103,19 @@ public class SessionViews {
     }
 
     public SessionView session(String tenant, String sessionId) {
-        List<SessionView> rows = jdbc.query(SESSION, (rs, i) -> new SessionView(rs.getLong("id"),
-                rs.getString("external_id"), rs.getLong("version"), rs.getLong("replied_version"),
-                rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
-                rs.getString("policy"), rs.getLong("discarded_tokens")),
-                defaultPolicy, tenant, sessionId);
+        List<SessionView> rows = jdbc.query(
+                SESSION,
+                (rs, i) -> new SessionView(
+                        rs.getLong("id"),
+                        rs.getString("external_id"),
+                        rs.getLong("version"),
+                        rs.getLong("replied_version"),
+                        rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
+                        rs.getString("policy"),
+                        rs.getLong("discarded_tokens")),
+                defaultPolicy,
+                tenant,
+                sessionId);
         if (rows.isEmpty()) {
             throw ApiProblem.notFound("no session " + sessionId);
         }
@@ -129,30 +144,43 @@ public class SessionViews {
     public Map<String, Object> messages(long sessionPk, long[] from, int limit) {
         String fromTime = DbTime.utc(instant(from[0]));
         int rows = limit + 1;
-        List<Step> steps = jdbc.query(MESSAGES, (rs, i) -> {
-            Map<String, Object> m = new LinkedHashMap<>();
-            String role = rs.getString("role");
-            if ("tool".equals(role)) {
-                m.put("stepId", rs.getString("uid"));
-                m.put("role", role);
-                m.put("tool", rs.getString("tool_name"));
-                m.put("arguments", JsonText.parseOrString(rs.getString("text")));
-                m.put("status", rs.getString("status"));
-                m.put("result", rs.getString("result"));
-            } else {
-                m.put("messageId", rs.getString("uid"));
-                m.put("role", role);
-                m.put("text", rs.getString("text"));
-                if ("user".equals(role)) {
-                    m.put("version", rs.getLong("version"));
-                } else {
-                    m.put("coversVersion", rs.getLong("covers_version"));
-                }
-            }
-            Instant created = DbTime.instant(rs, "created_at");
-            m.put("createdAt", created.toString());
-            return new Step(m, micros(created), rs.getLong("kind"), rs.getLong("seq"));
-        }, sessionPk, fromTime, from[1], from[2], rows, sessionPk, fromTime, from[1], from[2], rows, rows);
+        List<Step> steps = jdbc.query(
+                MESSAGES,
+                (rs, i) -> {
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    String role = rs.getString("role");
+                    if ("tool".equals(role)) {
+                        m.put("stepId", rs.getString("uid"));
+                        m.put("role", role);
+                        m.put("tool", rs.getString("tool_name"));
+                        m.put("arguments", JsonText.parseOrString(rs.getString("text")));
+                        m.put("status", rs.getString("status"));
+                        m.put("result", rs.getString("result"));
+                    } else {
+                        m.put("messageId", rs.getString("uid"));
+                        m.put("role", role);
+                        m.put("text", rs.getString("text"));
+                        if ("user".equals(role)) {
+                            m.put("version", rs.getLong("version"));
+                        } else {
+                            m.put("coversVersion", rs.getLong("covers_version"));
+                        }
+                    }
+                    Instant created = DbTime.instant(rs, "created_at");
+                    m.put("createdAt", created.toString());
+                    return new Step(m, micros(created), rs.getLong("kind"), rs.getLong("seq"));
+                },
+                sessionPk,
+                fromTime,
+                from[1],
+                from[2],
+                rows,
+                sessionPk,
+                fromTime,
+                from[1],
+                from[2],
+                rows,
+                rows);
         return Paging.page("messages", steps, limit, Step::cursor, Step::body);
     }
 
@@ -169,22 +197,27 @@ public class SessionViews {
      * @return {@code turns} (a page) and {@code next}
      */
     public Map<String, Object> turns(long sessionPk, Long after, int limit) {
-        List<Map<String, Object>> turns = jdbc.query(TURNS, (rs, i) -> {
-            Map<String, Object> t = new LinkedHashMap<>();
-            t.put("turnId", rs.getLong("id"));
-            t.put("state", rs.getString("state"));
-            t.put("fromVersion", rs.getLong("from_version"));
-            t.put("toVersion", rs.getLong("to_version"));
-            t.put("reason", rs.getString("reason"));
-            t.put("modelCalls", rs.getInt("model_calls"));
-            t.put("promptTokens", rs.getInt("prompt_tokens"));
-            t.put("completionTokens", rs.getInt("completion_tokens"));
-            t.put("tokensEstimated", rs.getBoolean("tokens_estimated"));
-            t.put("startedAt", DbTime.instant(rs, "started_at").toString());
-            Instant ended = DbTime.instant(rs, "ended_at");
-            t.put("endedAt", ended == null ? null : ended.toString());
-            return t;
-        }, sessionPk, after == null ? 0 : after, limit + 1);
+        List<Map<String, Object>> turns = jdbc.query(
+                TURNS,
+                (rs, i) -> {
+                    Map<String, Object> t = new LinkedHashMap<>();
+                    t.put("turnId", rs.getLong("id"));
+                    t.put("state", rs.getString("state"));
+                    t.put("fromVersion", rs.getLong("from_version"));
+                    t.put("toVersion", rs.getLong("to_version"));
+                    t.put("reason", rs.getString("reason"));
+                    t.put("modelCalls", rs.getInt("model_calls"));
+                    t.put("promptTokens", rs.getInt("prompt_tokens"));
+                    t.put("completionTokens", rs.getInt("completion_tokens"));
+                    t.put("tokensEstimated", rs.getBoolean("tokens_estimated"));
+                    t.put("startedAt", DbTime.instant(rs, "started_at").toString());
+                    Instant ended = DbTime.instant(rs, "ended_at");
+                    t.put("endedAt", ended == null ? null : ended.toString());
+                    return t;
+                },
+                sessionPk,
+                after == null ? 0 : after,
+                limit + 1);
         return Paging.page("turns", turns, limit, t -> t.get("turnId"));
     }
 }

@@ -10,6 +10,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import javax.sql.DataSource;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
@@ -17,7 +18,6 @@ import java.sql.SQLNonTransientConnectionException;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
-import javax.sql.DataSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -50,28 +50,32 @@ class LostCommitAckTest {
         final AtomicInteger failed = new AtomicInteger();
 
         DataSource around(DataSource real) {
-            return (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[]{DataSource.class},
-                    (proxy, method, args) -> {
+            return (DataSource) Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
                         Object result = invoke(real, method, args);
                         return result instanceof Connection c ? connection(c) : result;
                     });
         }
 
         private Connection connection(Connection real) {
-            return (Connection) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[]{Connection.class},
-                    (proxy, method, args) -> {
+            return (Connection) Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
                         if (method.getName().equals("commit")) {
                             invoke(real, method, args);
                             if (commitsToLose.getAndDecrement() > 0) {
                                 lost.incrementAndGet();
-                                throw new SQLNonTransientConnectionException("injected: the commit's answer was lost", "08S01");
+                                throw new SQLNonTransientConnectionException(
+                                        "injected: the commit's answer was lost", "08S01");
                             }
                             return null;
                         }
-                        if (method.getName().equals("prepareStatement") && args[0] instanceof String sql
-                                && sql.equals(MessageAcceptance.BY_UID) && lookupsToFail.getAndDecrement() > 0) {
+                        if (method.getName().equals("prepareStatement")
+                                && args[0] instanceof String sql
+                                && sql.equals(MessageAcceptance.BY_UID)
+                                && lookupsToFail.getAndDecrement() > 0) {
                             failed.incrementAndGet();
-                            throw new SQLNonTransientConnectionException("injected: the look-up's connection died", "08S01");
+                            throw new SQLNonTransientConnectionException(
+                                    "injected: the look-up's connection died", "08S01");
                         }
                         return invoke(real, method, args);
                     });
@@ -88,14 +92,15 @@ class LostCommitAckTest {
 
     static MessageAcceptance acceptance(Faults faults) {
         DataSource ds = faults.around(app.context.getBean(DataSource.class));
-        return new MessageAcceptance(new JdbcTemplate(ds), new TransactionTemplate(new DataSourceTransactionManager(ds)),
+        return new MessageAcceptance(
+                new JdbcTemplate(ds),
+                new TransactionTemplate(new DataSourceTransactionManager(ds)),
                 app.context.getBean(IngestSettings.class));
     }
 
     static int stored(String session) {
         return app.context.getBean(JdbcTemplate.class).queryForObject("""
-                SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?""",
-                Integer.class, session);
+                SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?""", Integer.class, session);
     }
 
     @Test
@@ -104,8 +109,8 @@ class LostCommitAckTest {
         faults.commitsToLose.set(1);
         faults.lookupsToFail.set(2);
         String s = "lostack-" + UUID.randomUUID();
-        MessageAcceptance.Accepted a = acceptance(faults).accept(ApiKeyFilter.DEFAULT_TENANT,
-                new MessageRequest(s, "hello", null, "sha-" + s));
+        MessageAcceptance.Accepted a = acceptance(faults)
+                .accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, "hello", null, "sha-" + s));
         assertEquals(1, faults.lost.get());
         assertEquals(2, faults.failed.get());
         assertEquals(1, a.version());
@@ -118,8 +123,10 @@ class LostCommitAckTest {
         faults.commitsToLose.set(1);
         faults.lookupsToFail.set(Integer.MAX_VALUE);
         String s = "lostack-" + UUID.randomUUID();
-        assertThrows(MessageAcceptance.OutcomeUnknown.class, () -> acceptance(faults).accept(ApiKeyFilter.DEFAULT_TENANT,
-                new MessageRequest(s, "hello", null, "sha-" + s)));
+        assertThrows(
+                MessageAcceptance.OutcomeUnknown.class,
+                () -> acceptance(faults)
+                        .accept(ApiKeyFilter.DEFAULT_TENANT, new MessageRequest(s, "hello", null, "sha-" + s)));
         assertEquals(1, stored(s), "it was stored: the answer must not say otherwise");
     }
 }

@@ -38,7 +38,9 @@ class DemoSwitchTest {
     }
 
     static HttpResponse<String> spec(IngestApp app) {
-        return app.send(HttpRequest.newBuilder(URI.create(app.base + OpenApiController.PATH)).GET().build());
+        return app.send(HttpRequest.newBuilder(URI.create(app.base + OpenApiController.PATH))
+                .GET()
+                .build());
     }
 
     @Test
@@ -55,7 +57,9 @@ class DemoSwitchTest {
     void without_the_demo_the_ledger_route_does_not_exist_and_the_rest_works() {
         HttpResponse<String> ledger = withoutDemo.get(LEDGER);
         assertEquals(404, ledger.statusCode(), ledger.body());
-        assertEquals("application/problem+json", ledger.headers().firstValue("Content-Type").orElse(""));
+        assertEquals(
+                "application/problem+json",
+                ledger.headers().firstValue("Content-Type").orElse(""));
         HttpResponse<String> unknown = withoutDemo.get("/v1/nothing-here");
         assertEquals(unknown.statusCode(), ledger.statusCode(), "the same answer as any unknown route");
 
@@ -65,8 +69,8 @@ class DemoSwitchTest {
         assertTrue(spec.body().contains("/v1/sessions/{sessionId}/messages:"), "the rest is");
         assertTrue(spec.body().contains("/v1/webhooks/deliveries:"), "the rest is");
 
-        HttpResponse<String> post = withoutDemo.post("/v1/sessions/demo-switch/messages", "application/json",
-                "{\"text\":\"hello\"}");
+        HttpResponse<String> post =
+                withoutDemo.post("/v1/sessions/demo-switch/messages", "application/json", "{\"text\":\"hello\"}");
         assertEquals(202, post.statusCode(), post.body());
         HttpResponse<String> session = withoutDemo.get("/v1/sessions/demo-switch");
         assertEquals(200, session.statusCode(), session.body());

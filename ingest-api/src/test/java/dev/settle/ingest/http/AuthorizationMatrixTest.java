@@ -40,7 +40,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class AuthorizationMatrixTest {
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    private static final Map<String, Object> NO_LIMITS = Map.of("settle.limits.rate", "0", "settle.auth.failure-rate", "0");
+    private static final Map<String, Object> NO_LIMITS =
+            Map.of("settle.limits.rate", "0", "settle.auth.failure-rate", "0");
     static IngestApp open;
     static IngestApp closed;
     static String keyA;
@@ -58,15 +59,24 @@ class AuthorizationMatrixTest {
         keyA = tenant(open, "tenant-a");
         keyB = tenant(open, "tenant-b");
         tenantB = "tenant-b";
-        JsonNode keys = json(open.call("GET", "/v1/admin/tenants/tenant-b/keys", IngestApp.ADMIN_KEY, null).body());
+        JsonNode keys = json(open.call("GET", "/v1/admin/tenants/tenant-b/keys", IngestApp.ADMIN_KEY, null)
+                .body());
         keyIdB = keys.get("keys").get(0).get("keyId").asLong();
-        assertEquals(202, open.call("POST", "/v1/sessions/s-a/messages", keyA, "{\"text\":\"mine\"}").statusCode());
+        assertEquals(
+                202,
+                open.call("POST", "/v1/sessions/s-a/messages", keyA, "{\"text\":\"mine\"}")
+                        .statusCode());
         // the closed deployment has a tenant only through its database (no admin API to create one)
         closed.jdbc.update("INSERT INTO tenant (id, name, created_at) VALUES ('tenant-a', 'a', UTC_TIMESTAMP(6))");
         closedKeyA = "sk_" + "A".repeat(43);
-        closed.jdbc.update("INSERT INTO api_key (tenant_id, key_hash, prefix, created_at) VALUES ('tenant-a', ?, 'sk_AAAAAAA', "
-                + "UTC_TIMESTAMP(6))", Sha256.hex(closedKeyA));
-        assertEquals(202, closed.call("POST", "/v1/sessions/s-a/messages", closedKeyA, "{\"text\":\"mine\"}").statusCode());
+        closed.jdbc.update(
+                "INSERT INTO api_key (tenant_id, key_hash, prefix, created_at) VALUES ('tenant-a', ?, 'sk_AAAAAAA', "
+                        + "UTC_TIMESTAMP(6))",
+                Sha256.hex(closedKeyA));
+        assertEquals(
+                202,
+                closed.call("POST", "/v1/sessions/s-a/messages", closedKeyA, "{\"text\":\"mine\"}")
+                        .statusCode());
     }
 
     @AfterAll
@@ -86,15 +96,15 @@ class AuthorizationMatrixTest {
     }
 
     /** A route as Spring MVC maps it: its pattern, methods and who may run it by the API's rule. */
-    record Route(String pattern, Set<String> methods, Caller.Role role) {
-    }
+    record Route(String pattern, Set<String> methods, Caller.Role role) {}
 
     /** Every handler of the application, with the role the API's path rule gives it. */
     static List<Route> routes(IngestApp app) {
-        RequestMappingHandlerMapping mapping = app.context.getBean("requestMappingHandlerMapping",
-                RequestMappingHandlerMapping.class);
+        RequestMappingHandlerMapping mapping =
+                app.context.getBean("requestMappingHandlerMapping", RequestMappingHandlerMapping.class);
         List<Route> routes = new ArrayList<>();
-        for (Map.Entry<RequestMappingInfo, HandlerMethod> e : mapping.getHandlerMethods().entrySet()) {
+        for (Map.Entry<RequestMappingInfo, HandlerMethod> e :
+                mapping.getHandlerMethods().entrySet()) {
             if (!e.getValue().getBeanType().getPackageName().startsWith("dev.settle")) {
                 continue; // Spring Boot's /error: see the_error_page_is_not_a_route
             }
@@ -103,9 +113,11 @@ class AuthorizationMatrixTest {
                 for (RequestMethod m : e.getKey().getMethodsCondition().getMethods()) {
                     methods.add(m.name());
                 }
-                Caller.Role role = pattern.equals("/v1/openapi.yaml") ? Caller.Role.PUBLIC
-                        : pattern.startsWith("/v1/admin/") || pattern.equals("/v1/admin") ? Caller.Role.ADMIN
-                        : Caller.Role.TENANT;
+                Caller.Role role = pattern.equals("/v1/openapi.yaml")
+                        ? Caller.Role.PUBLIC
+                        : pattern.startsWith("/v1/admin/") || pattern.equals("/v1/admin")
+                                ? Caller.Role.ADMIN
+                                : Caller.Role.TENANT;
                 routes.add(new Route(pattern, methods, role));
             }
         }
@@ -125,15 +137,16 @@ class AuthorizationMatrixTest {
 
     @Test
     void every_handler_declares_the_access_its_path_rule_gives_it() {
-        RequestMappingHandlerMapping mapping = open.context.getBean("requestMappingHandlerMapping",
-                RequestMappingHandlerMapping.class);
+        RequestMappingHandlerMapping mapping =
+                open.context.getBean("requestMappingHandlerMapping", RequestMappingHandlerMapping.class);
         mapping.getHandlerMethods().forEach((info, handler) -> {
             if (!handler.getBeanType().getPackageName().startsWith("dev.settle")) {
                 assertEquals(Set.of("/error"), info.getPatternValues(), "a framework handler: " + handler);
                 return;
             }
             for (String pattern : info.getPatternValues()) {
-                Caller.Role byPath = pattern.equals("/v1/openapi.yaml") ? Caller.Role.PUBLIC
+                Caller.Role byPath = pattern.equals("/v1/openapi.yaml")
+                        ? Caller.Role.PUBLIC
                         : pattern.startsWith("/v1/admin/") ? Caller.Role.ADMIN : Caller.Role.TENANT;
                 assertEquals(byPath, RouteAccess.required(handler), pattern + " " + handler.getShortLogMessage());
             }
@@ -142,8 +155,8 @@ class AuthorizationMatrixTest {
 
     @Test
     void the_error_page_is_not_a_route() throws IOException {
-        for (String method : new String[]{"GET", "POST"}) {
-            for (String key : new String[]{null, IngestApp.KEY, IngestApp.ADMIN_KEY}) {
+        for (String method : new String[] {"GET", "POST"}) {
+            for (String key : new String[] {null, IngestApp.KEY, IngestApp.ADMIN_KEY}) {
                 int status = send(open, method, "/error", key, null);
                 assertTrue(status == 401 || status == 404, method + " /error with " + key + ": " + status);
             }
@@ -153,8 +166,7 @@ class AuthorizationMatrixTest {
     @Test
     void no_spelling_of_an_admin_route_answers_anyone_but_the_admin() throws IOException {
         String before = open.fingerprint();
-        List<String> keys = new ArrayList<>(java.util.Arrays.asList(null, keyA, IngestApp.KEY,
-                "sk_" + "B".repeat(43)));
+        List<String> keys = new ArrayList<>(java.util.Arrays.asList(null, keyA, IngestApp.KEY, "sk_" + "B".repeat(43)));
         int sent = sweep(open, Caller.Role.ADMIN, keys);
         assertEquals(before, open.fingerprint(), "a refused request changed the database");
         assertTrue(sent > 2_000, "requests sent: " + sent);
@@ -163,8 +175,8 @@ class AuthorizationMatrixTest {
     @Test
     void no_spelling_of_an_admin_route_answers_anyone_when_the_admin_api_is_closed() throws IOException {
         String before = closed.fingerprint();
-        List<String> keys = new ArrayList<>(java.util.Arrays.asList(null, closedKeyA, IngestApp.KEY,
-                IngestApp.ADMIN_KEY));
+        List<String> keys =
+                new ArrayList<>(java.util.Arrays.asList(null, closedKeyA, IngestApp.KEY, IngestApp.ADMIN_KEY));
         int sent = sweep(closed, Caller.Role.ADMIN, keys);
         assertEquals(before, closed.fingerprint(), "a refused request changed the database");
         assertTrue(sent > 2_000, "requests sent: " + sent);
@@ -173,8 +185,7 @@ class AuthorizationMatrixTest {
     @Test
     void no_spelling_of_a_tenant_route_answers_without_a_tenant_key() throws IOException {
         String before = open.fingerprint();
-        List<String> keys = new ArrayList<>(java.util.Arrays.asList(null, IngestApp.ADMIN_KEY,
-                "sk_" + "C".repeat(43)));
+        List<String> keys = new ArrayList<>(java.util.Arrays.asList(null, IngestApp.ADMIN_KEY, "sk_" + "C".repeat(43)));
         int sent = sweep(open, Caller.Role.TENANT, keys);
         assertEquals(before, open.fingerprint(), "a refused request changed the database");
         assertTrue(sent > 2_000, "requests sent: " + sent);
@@ -185,7 +196,8 @@ class AuthorizationMatrixTest {
         String before = open.fingerprint();
         int sent = 0;
         for (Route route : routes(open)) {
-            if (route.role() != Caller.Role.TENANT || !route.pattern().contains("{sessionId}")
+            if (route.role() != Caller.Role.TENANT
+                    || !route.pattern().contains("{sessionId}")
                     || !route.methods().contains("GET")) {
                 continue;
             }
@@ -208,13 +220,14 @@ class AuthorizationMatrixTest {
                 continue;
             }
             for (String path : spellings(fill(route.pattern()))) {
-                for (String method : new String[]{"GET", "POST", "PATCH", "DELETE", "PUT"}) {
+                for (String method : new String[] {"GET", "POST", "PATCH", "DELETE", "PUT"}) {
                     for (String key : keys) {
                         int status = send(app, method, path, key, body(route));
                         sent++;
                         statuses.merge(Integer.toString(status), 1, Integer::sum);
-                        assertTrue(status < 200 || status > 299, method + " " + path + " with key " + key
-                                + " answered " + status);
+                        assertTrue(
+                                status < 200 || status > 299,
+                                method + " " + path + " with key " + key + " answered " + status);
                     }
                 }
             }
@@ -257,7 +270,7 @@ class AuthorizationMatrixTest {
         String[] segments = path.substring(1).split("/");
         // path parameters after each segment, and on the last one with a suffix
         for (int i = 0; i < segments.length; i++) {
-            for (String param : new String[]{";x", ";", ";jsessionid=1", "%3Bx", "%3bx"}) {
+            for (String param : new String[] {";x", ";", ";jsessionid=1", "%3Bx", "%3bx"}) {
                 String[] copy = segments.clone();
                 copy[i] = copy[i] + param;
                 out.add("/" + String.join("/", copy));
@@ -272,17 +285,19 @@ class AuthorizationMatrixTest {
         // dot segments, plain and encoded
         for (int i = 1; i <= segments.length; i++) {
             String head = "/" + String.join("/", java.util.Arrays.copyOfRange(segments, 0, i));
-            String tail = i < segments.length ? "/" + String.join("/", java.util.Arrays.copyOfRange(segments, i, segments.length)) : "";
+            String tail = i < segments.length
+                    ? "/" + String.join("/", java.util.Arrays.copyOfRange(segments, i, segments.length))
+                    : "";
             out.add(head + "/." + tail);
             out.add(head + "/x/.." + tail);
             out.add(head + "/%2e" + tail);
             out.add(head + "/%2E" + tail);
             out.add(head + "/x/%2e%2e" + tail);
             out.add(head + "/.%2e/" + segments[i - 1] + tail);
-            out.add(head + "/" + tail);                      // doubled slash
+            out.add(head + "/" + tail); // doubled slash
             out.add(head + "%2F" + tail.replaceFirst("^/", "")); // encoded slash instead of a slash
             out.add(head + "%2f" + tail.replaceFirst("^/", ""));
-            out.add(head + "\\" + tail.replaceFirst("^/", ""));  // backslash
+            out.add(head + "\\" + tail.replaceFirst("^/", "")); // backslash
             out.add(head + "%5C" + tail.replaceFirst("^/", ""));
         }
         out.add("/" + path);
@@ -296,8 +311,26 @@ class AuthorizationMatrixTest {
             out.add("/" + String.join("/", copy));
         }
         // trailing slashes and suffixes
-        for (String suffix : new String[]{"/", "//", "/.", ".json", ".yaml", ".html", "%20", "%00", "%0A", "%09", "~",
-                "?x=1", "#frag", "/..;/", "%3F", "%23", "%2F", "/%2e%2e/" + segments[segments.length - 1]}) {
+        for (String suffix : new String[] {
+            "/",
+            "//",
+            "/.",
+            ".json",
+            ".yaml",
+            ".html",
+            "%20",
+            "%00",
+            "%0A",
+            "%09",
+            "~",
+            "?x=1",
+            "#frag",
+            "/..;/",
+            "%3F",
+            "%23",
+            "%2F",
+            "/%2e%2e/" + segments[segments.length - 1]
+        }) {
             out.add(path + suffix);
         }
         // overlong and odd encodings of '/' and '.'
@@ -315,8 +348,15 @@ class AuthorizationMatrixTest {
             socket.setSoTimeout(10_000);
             byte[] payload = body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8);
             StringBuilder request = new StringBuilder();
-            request.append(method).append(' ').append(path).append(" HTTP/1.1\r\n")
-                    .append("Host: ").append(base.getHost()).append(':').append(base.getPort()).append("\r\n")
+            request.append(method)
+                    .append(' ')
+                    .append(path)
+                    .append(" HTTP/1.1\r\n")
+                    .append("Host: ")
+                    .append(base.getHost())
+                    .append(':')
+                    .append(base.getPort())
+                    .append("\r\n")
                     .append("Connection: close\r\n");
             if (key != null) {
                 request.append("Authorization: Bearer ").append(key).append("\r\n");
