@@ -160,6 +160,19 @@ class TenantTest {
         assertEquals(
                 401, app.get("/v1/sessions/x", IngestApp.ADMIN_KEY).statusCode(), "the admin key is no tenant key");
         assertEquals(200, app.get("/v1/admin/tenants", IngestApp.ADMIN_KEY).statusCode());
+        // each 401 says what the route needs
+        org.assertj.core.api.Assertions.assertThat(
+                        app.call("GET", "/v1/admin/tenants", null, null).body())
+                .contains("missing Authorization: Bearer <admin key>");
+        org.assertj.core.api.Assertions.assertThat(
+                        app.get("/v1/admin/tenants", IngestApp.KEY).body())
+                .contains("this route needs the admin key");
+        org.assertj.core.api.Assertions.assertThat(
+                        app.get("/v1/sessions/x", IngestApp.ADMIN_KEY).body())
+                .contains("this route needs a tenant's API key");
+        org.assertj.core.api.Assertions.assertThat(
+                        app.call("GET", "/v1/sessions/x", null, null).body())
+                .contains("missing Authorization: Bearer <key>");
     }
 
     @Test

@@ -63,22 +63,22 @@ final class SecurityProblems implements AuthenticationEntryPoint, AccessDeniedHa
         unauthorized(
                 request,
                 response,
-                required == Caller.Role.ADMIN
-                        ? (adminClosed
-                                ? "the admin API is closed: SETTLE_ADMIN_KEY is not set"
-                                : "missing Authorization: Bearer <admin key>")
-                        : "missing Authorization: Bearer <key>");
+                forRole(required, "missing Authorization: Bearer <admin key>", "missing Authorization: Bearer <key>"));
     }
 
     void wrongKind(HttpServletRequest request, HttpServletResponse response, Caller.Role required) throws IOException {
         unauthorized(
                 request,
                 response,
-                required == Caller.Role.ADMIN
-                        ? (adminClosed
-                                ? "the admin API is closed: SETTLE_ADMIN_KEY is not set"
-                                : "this route needs the admin key")
-                        : "this route needs a tenant's API key");
+                forRole(required, "this route needs the admin key", "this route needs a tenant's API key"));
+    }
+
+    /** The detail for a route that needs {@code required}; an admin route says so when the admin API is closed. */
+    private String forRole(Caller.Role required, String admin, String tenant) {
+        if (required != Caller.Role.ADMIN) {
+            return tenant;
+        }
+        return adminClosed ? "the admin API is closed: SETTLE_ADMIN_KEY is not set" : admin;
     }
 
     static void unauthorized(HttpServletRequest request, HttpServletResponse response, String detail)
