@@ -230,7 +230,7 @@ class TakeoverTest {
                     .pollInterval(Duration.ofMillis(20))
                     .pollInSameThread()
                     .until(() -> settle.jdbc.queryForObject(
-                                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id FROM chat_session%lease_token%FOR UPDATE'",
+                                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT s.id FROM chat_session s%lease_token%FOR UPDATE'",
                                     Integer.class)
                             == 1);
             dirty.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);
