@@ -1,9 +1,8 @@
 package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.testsupport.Migrations;
 import dev.settle.testsupport.SharedInfra;
-import liquibase.integration.spring.SpringLiquibase;
-import org.springframework.core.io.DefaultResourceLoader;
 
 /** A fresh migrated database, for tests of the SQL alone (no application context). */
 final class Databases {
@@ -26,15 +25,11 @@ final class Databases {
         ds.setMaximumPoolSize(4);
         ds.setConnectionInitSql("SET time_zone = '+05:00'");
         ds.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
-        SpringLiquibase liquibase = new SpringLiquibase();
-        liquibase.setDataSource(ds);
-        liquibase.setChangeLog("classpath:db/settle-changelog.sql");
-        liquibase.setResourceLoader(new DefaultResourceLoader());
         try {
-            liquibase.afterPropertiesSet();
-        } catch (Exception e) {
+            Migrations.migrate(ds);
+        } catch (RuntimeException e) {
             ds.close();
-            throw new IllegalStateException(e);
+            throw e;
         }
         return ds;
     }

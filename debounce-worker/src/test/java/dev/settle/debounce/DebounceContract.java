@@ -3,15 +3,14 @@ package dev.settle.debounce;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.contracts.MessageAccepted;
 import dev.settle.schema.DebounceTiming;
+import dev.settle.testsupport.Migrations;
 import dev.settle.testsupport.SharedInfra;
-import liquibase.integration.spring.SpringLiquibase;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.springframework.core.io.DefaultResourceLoader;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
@@ -58,15 +57,7 @@ abstract class DebounceContract {
         dataSource.setMaximumPoolSize(4);
         dataSource.setConnectionInitSql(connectionInit());
         dataSource.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
-        SpringLiquibase liquibase = new SpringLiquibase();
-        liquibase.setDataSource(dataSource);
-        liquibase.setChangeLog("classpath:db/settle-changelog.sql");
-        liquibase.setResourceLoader(new DefaultResourceLoader());
-        try {
-            liquibase.afterPropertiesSet();
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        Migrations.migrate(dataSource);
         jdbc = JdbcClient.create(dataSource);
         sessions = new Sessions(jdbc);
     }

@@ -1,9 +1,8 @@
 package dev.settle.schema;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.testsupport.Migrations;
 import dev.settle.testsupport.SharedInfra;
-import liquibase.integration.spring.SpringLiquibase;
-import org.springframework.core.io.DefaultResourceLoader;
 
 /** A fresh database with the changelog applied, for tests of the store contract alone (no application context). */
 final class Store {
@@ -21,15 +20,11 @@ final class Store {
         ds.setPassword("");
         ds.setMaximumPoolSize(1);
         ds.setConnectionInitSql("SET time_zone = '+05:00'");
-        SpringLiquibase liquibase = new SpringLiquibase();
-        liquibase.setDataSource(ds);
-        liquibase.setChangeLog("classpath:db/settle-changelog.sql");
-        liquibase.setResourceLoader(new DefaultResourceLoader());
         try {
-            liquibase.afterPropertiesSet();
-        } catch (Exception e) {
+            Migrations.migrate(ds);
+        } catch (RuntimeException e) {
             ds.close();
-            throw new IllegalStateException(e);
+            throw e;
         }
         return ds;
     }
