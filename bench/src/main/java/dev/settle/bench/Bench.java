@@ -43,11 +43,12 @@ public final class Bench {
             Duration maxWait,
             int overheadSessions,
             double overheadRate,
-            int burstsPerStrategy,
+            int strategySessions,
+            int warmBursts,
+            int measuredBursts,
             int burstSize,
             long gapMinMs,
             long gapMaxMs,
-            Duration burstSpread,
             int[] inflightLevels,
             Duration inflightHold,
             Duration inflightDrain,
@@ -108,11 +109,12 @@ public final class Bench {
                         maxWait,
                         100,
                         10,
-                        25,
+                        6,
+                        3,
+                        2,
                         4,
                         300,
                         2000,
-                        Duration.ofSeconds(8),
                         new int[] {500, 2000},
                         Duration.ofSeconds(6),
                         Duration.ofSeconds(20),
@@ -141,11 +143,12 @@ public final class Bench {
                     maxWait,
                     1200,
                     20,
-                    100,
+                    20,
+                    3,
+                    3,
                     4,
                     300,
                     2000,
-                    Duration.ofSeconds(30),
                     new int[] {500, 750, 1000, 2000},
                     Duration.ofSeconds(15),
                     Duration.ofSeconds(45),
@@ -164,6 +167,7 @@ public final class Bench {
         IngestBench.Result ingest;
         TimerBench.Result timers;
         PipelineBench.Result pipeline;
+        StrategyBench.Result strategies;
         InFlightBench.Result inflight;
     }
 
@@ -192,6 +196,10 @@ public final class Bench {
             if (o.runs("pipeline")) {
                 run.loads.add("before pipeline: " + loadAverage());
                 run.pipeline = PipelineBench.run(infra, o);
+            }
+            if (o.runs("strategies")) {
+                run.loads.add("before strategies: " + loadAverage());
+                run.strategies = StrategyBench.run(infra, o);
             }
             if (o.runs("inflight")) {
                 run.loads.add("before in-flight: " + loadAverage());

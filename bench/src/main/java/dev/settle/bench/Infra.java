@@ -24,6 +24,7 @@ import java.util.stream.Stream;
  */
 final class Infra implements AutoCloseable {
     static final String API_KEY = "bench-key";
+    static final String ADMIN_KEY = "bench-admin-key";
     static final String WEBHOOK_SECRET = "whsec_cInLi1ITi1drPLvrjsLAyhW8oE7SQ4DJrHYkDnmZdiI=";
 
     final Path home;

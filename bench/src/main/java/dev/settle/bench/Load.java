@@ -45,13 +45,27 @@ final class Load {
         return h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(percentile) / 1000.0;
     }
 
-    /** POSTs a message; returns the HTTP status (0 when the request failed outright). */
+    /** POSTs a message with the bench's key; returns the HTTP status (0 when the request failed outright). */
     static int post(String base, String sessionId, String text) {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
-                .header("Authorization", "Bearer " + Infra.API_KEY)
+        return post(base, Infra.API_KEY, sessionId, text);
+    }
+
+    /** POSTs a message with a tenant's key; returns the HTTP status (0 when the request failed outright). */
+    static int post(String base, String key, String sessionId, String text) {
+        return send(base + "/v1/sessions/" + sessionId + "/messages", key, "{\"text\":\"" + text + "\"}");
+    }
+
+    /** Signals that the user of a session is typing; returns the HTTP status (0 when it failed outright). */
+    static int typing(String base, String key, String sessionId) {
+        return send(base + "/v1/sessions/" + sessionId + "/typing", key, "{}");
+    }
+
+    private static int send(String url, String key, String json) {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(url))
+                .header("Authorization", "Bearer " + key)
                 .header("Content-Type", "application/json")
                 .timeout(Duration.ofSeconds(30))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"text\":\"" + text + "\"}"))
+                .POST(HttpRequest.BodyPublishers.ofString(json))
                 .build();
         try {
             return HTTP.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
@@ -60,6 +74,33 @@ final class Load {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 0;
+        }
+    }
+
+    /** Creates a tenant through the admin API and returns its API key. */
+    static String tenant(String base, String id) {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/admin/tenants"))
+                .header("Authorization", "Bearer " + Infra.ADMIN_KEY)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"id\":\"" + id + "\"}"))
+                .build();
+        try {
+            HttpResponse<String> created = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+            if (created.statusCode() != 201) {
+                throw new IllegalStateException("creating tenant " + id + ": HTTP " + created.statusCode() + " "
+                        + created.body());
+            }
+            return tools.jackson.databind.json.JsonMapper.builder()
+                    .build()
+                    .readTree(created.body())
+                    .path("apiKey")
+                    .path("key")
+                    .asString();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 

@@ -43,13 +43,21 @@ final class Model implements AutoCloseable {
         }
     }
 
-    /** One model call. */
-    record Call(String sid, long arrivedNanos, long latencyMs, int promptTokens, int completionTokens) {}
+    /** One model call, with the usage the double reported for it. */
+    record Call(
+            String sid, long arrivedNanos, long latencyMs, int promptTokens, int cachedTokens, int completionTokens) {}
+
+    /** Characters per token of the double's usage figures. */
+    private static final int CHARS_PER_TOKEN = 4;
+    /** The simulated prefix cache stores whole blocks of this many tokens (vLLM's default block size). */
+    private static final int CACHE_BLOCK_TOKENS = 16;
 
     final ModelDouble dbl = ModelDouble.start();
     private volatile Latency latency;
     final ConcurrentLinkedQueue<Call> calls = new ConcurrentLinkedQueue<>();
     private final Map<String, ConcurrentLinkedQueue<Call>> bySid = new ConcurrentHashMap<>();
+    /** Every prompt served so far, per session, as the prefix cache sees it. */
+    private final Map<String, ConcurrentLinkedQueue<String>> prompts = new ConcurrentHashMap<>();
 
     Model(Latency latency) {
         this.latency = latency;
@@ -70,20 +78,56 @@ final class Model implements AutoCloseable {
         String user = request.allUserTextSinceLastAssistant();
         Matcher m = SID.matcher(request.body());
         String sid = m.find() ? m.group(1) : "?";
-        int promptChars = request.messages().stream()
-                .mapToInt(x -> x.content() == null ? 0 : x.content().length())
-                .sum();
+        String prompt = promptText(request);
         String text = "Noted, " + sid + ": " + (user.length() > 200 ? user.substring(user.length() - 200) : user)
                 + " — all booked, nothing else to do.";
-        int prompt = Math.max(1, promptChars / 4);
-        int completion = Math.max(1, text.length() / 4);
-        Call call = new Call(sid, now, delay, prompt, completion);
+        int promptTokens = Math.max(1, prompt.length() / CHARS_PER_TOKEN);
+        int cachedTokens = cached(sid, prompt);
+        int completion = Math.max(1, text.length() / CHARS_PER_TOKEN);
+        Call call = new Call(sid, now, delay, promptTokens, cachedTokens, completion);
         calls.add(call);
         bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>()).add(call);
         return ModelResponse.text(text)
                 .delay(Duration.ofMillis(delay))
                 .chunkSize(16)
-                .usage(prompt, completion);
+                .usage(promptTokens, cachedTokens, completion);
+    }
+
+    /** The request's messages in order, as one text: what a provider's prompt cache keys on. */
+    private static String promptText(ModelRequest request) {
+        StringBuilder text = new StringBuilder();
+        for (ModelRequest.Msg m : request.messages()) {
+            text.append(m.role()).append('\u0000');
+            if (m.content() != null) {
+                text.append(m.content());
+            }
+            m.toolCalls().forEach(c -> text.append('\u0001').append(c));
+            if (m.toolCallId() != null) {
+                text.append('\u0002').append(m.toolCallId());
+            }
+            text.append('\u0003');
+        }
+        return text.toString();
+    }
+
+    /**
+     * A provider's prefix cache, simulated: the longest prefix this prompt shares with an earlier prompt of the
+     * same session, in whole cache blocks; the prompt is then remembered.
+     */
+    private int cached(String sid, String prompt) {
+        ConcurrentLinkedQueue<String> earlier = prompts.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>());
+        int common = 0;
+        for (String e : earlier) {
+            int n = Math.min(e.length(), prompt.length());
+            int i = 0;
+            while (i < n && e.charAt(i) == prompt.charAt(i)) {
+                i++;
+            }
+            common = Math.max(common, i);
+        }
+        earlier.add(prompt);
+        int tokens = common / CHARS_PER_TOKEN;
+        return tokens / CACHE_BLOCK_TOKENS * CACHE_BLOCK_TOKENS;
     }
 
     List<Call> callsOf(String sid) {

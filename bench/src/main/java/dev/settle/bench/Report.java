@@ -93,8 +93,8 @@ final class Report {
         if (run.inflight != null) {
             inflight(run.inflight);
         }
-        if (run.pipeline != null) {
-            strategies(run.pipeline);
+        if (run.strategies != null) {
+            strategies(run.strategies);
         }
         profiles();
         return md.toString();
@@ -417,76 +417,117 @@ final class Report {
         return l.replied() == l.sessions() && Load.ms(l.turn(), 99) <= 1.5 * run.options.inflightModelMs();
     }
 
-    private void strategies(PipelineBench.Result p) throws IOException {
+    private void strategies(StrategyBench.Result r) throws IOException {
         Bench.Options o = run.options;
-        PipelineBench.Strategy merge = p.strategies().stream()
-                .filter(s -> s.name().equals("merge"))
-                .findFirst()
-                .orElseThrow();
-        Histogram interrupt = merge.interrupt();
+        StrategyBench.Row merge = row(r, "merge", StrategyBench.Workload.TYPIST);
+        StrategyBench.Row typing = row(r, "merge + typing", StrategyBench.Workload.TYPIST);
+        StrategyBench.Row adaptive = row(r, "merge + adaptive", StrategyBench.Workload.TYPIST);
+        StrategyBench.Row fresh = row(r, "merge + adaptive", StrategyBench.Workload.FRESH);
+        StrategyBench.Row slowFixed = row(r, "merge", StrategyBench.Workload.SLOW);
+        StrategyBench.Row slowAdaptive = row(r, "merge + adaptive", StrategyBench.Workload.SLOW);
+        goal("6", "cost, fast typist (`merge`, fixed window): model calls per burst", cost(merge), "", null);
+        costGoal("6", typing, 1.05, 0.05);
+        double typingLag = Load.ms(typing.finalAnswer(), 50) - Load.ms(merge.finalAnswer(), 50);
         goal(
                 "6",
-                "early interrupt (merge): newer message committed → turn discarded, " + interrupt.getTotalCount()
-                        + " interrupts",
-                interrupt.getTotalCount() == 0
-                        ? "no interrupt happened"
-                        : "p50 " + fmt(Load.ms(interrupt, 50)) + " ms, p99 " + fmt(Load.ms(interrupt, 99)) + " ms, max "
-                                + fmt(interrupt.getMaxValue() / 1000.0) + " ms",
-                "≤ 250 ms",
-                interrupt.getTotalCount() == 0 ? null : interrupt.getMaxValue() <= 250_000);
-        goal("6", "cost, fast typist (merge): model calls per burst", fmt(merge.callsPerBurst()), "", null);
+                "`merge + typing`: final answer p50 − fixed-window `merge`",
+                fmt(typingLag) + " ms",
+                "≤ 100 ms",
+                typingLag <= 100);
+        costGoal("6", adaptive, 1.25, 0.15);
+        costGoal("6", fresh, 1.25, 0.15);
+        double slowLag = Load.ms(slowAdaptive.finalAnswer(), 50) - Load.ms(slowFixed.finalAnswer(), 50);
         goal(
                 "6",
-                "cost, fast typist (merge): tokens on discarded turns",
-                fmt(merge.discardedTokensPerBurst()) + " per burst (" + fmt(merge.discardedShare() * 100)
-                        + " % of all tokens)",
-                "",
-                null);
+                "`merge + adaptive`, slow user: final answer p50 − fixed window",
+                fmt(slowLag) + " ms",
+                "≤ 50 ms",
+                slowLag <= 50);
         md.append("## 6. Cost, and the strategies compared\n\n");
         md.append("""
-                The same fast-typist workload for each strategy, all at once on the same infrastructure: %d bursts per
-                strategy, each %d messages with gaps drawn uniformly from %d–%d ms (so some gaps are longer than the
-                %d ms window and land while a turn is generating), bursts starting over %d s; the i-th burst of every
-                strategy has the same start and gaps. Model latency %s.
+                The same workloads with the same seeds for every strategy. *Fast typist*: %d sessions per strategy,
+                each typing %d bursts one after another (the next a second after the previous one's final answer),
+                each burst %d messages with gaps drawn uniformly from %d–%d ms (so some gaps are longer than the
+                %d ms window); the last %d bursts of each session are counted, so a learned window has seen %d
+                bursts of its own. *Fresh session*: one burst each in %d new sessions of the tenant whose sessions
+                typed the bursts above. *Slow user*: one message per burst, in a tenant of its own. Model latency
+                %s. `merge`, `merge + typing`, `enqueue`, `reject` and the naive baseline run together with a fixed
+                window (`SETTLE_DEBOUNCE_ADAPTIVE=false`), `merge + adaptive` on its own stack with the learned window
+                and no typing signals. A `merge + typing` client signals typing when a pause starts and every
+                second until its next message (hold %s).
 
-                *Naive baseline* (the design Settle replaces, implemented in the bench, not in the product): every message is
-                stored, then a `GET_LOCK` is taken and released right after reading the conversation, the model is called
-                with everything read, and the reply is POSTed. *Stale*: delivered while a newer accepted message of the
-                burst was not covered by it. *Duplicate*: answers no message that an earlier delivered reply had not
-                already answered. Time to final answer: webhook of the first reply covering the last accepted message −
-                the burst's last POST. Tokens: Settle's own per-turn accounting (`chat_turn`, the double's reported
-                usage; estimated from characters for a stream cut by an interrupt); naive: the usage the double reported.
+                *Naive baseline* (the design Settle replaces, implemented in the bench, not in the product): every
+                message is stored, then a `GET_LOCK` is taken and released right after reading the conversation, the
+                model is called with everything read, and the reply is POSTed. *Stale*: delivered while a newer
+                message of the burst, already sent, was not covered by it. *Duplicate*: answers no message that an
+                earlier delivered reply had not already answered. Time to final answer: webhook of the first reply
+                covering the burst's last accepted message − that message's POST. Tokens: Settle's own per-turn
+                accounting (`chat_turn`: the usage the double reported; for a stream cut by an interrupt, estimated
+                from what was sent and streamed); naive: the usage the double reported. The double simulates a
+                provider's prefix cache (whole blocks of 16 tokens shared with an earlier prompt of the session,
+                4 characters a token) and reports those as cached prompt tokens.
 
-                | strategy | replies per burst | stale / duplicate replies per burst | messages rejected per burst | model calls per burst | tokens per burst | tokens on discarded turns | final answer p50 | p99 | unanswered bursts |
-                |---|---|---|---|---|---|---|---|---|---|
+                | strategy | workload | bursts | model calls per burst | prompt / cached / completion tokens per burst | tokens on discarded turns | replies / stale / duplicate per burst | rejected per burst | final answer p50 | p99 | unanswered |
+                |---|---|---|---|---|---|---|---|---|---|---|
                 """.formatted(
-                        o.burstsPerStrategy(),
+                        o.strategySessions(),
+                        o.warmBursts() + o.measuredBursts(),
                         o.burstSize(),
                         o.gapMinMs(),
                         o.gapMaxMs(),
                         o.window().toMillis(),
-                        o.burstSpread().toSeconds(),
-                        o.latency().describe()));
+                        o.measuredBursts(),
+                        o.warmBursts(),
+                        o.strategySessions(),
+                        o.latency().describe(),
+                        "3 s"));
         Map<String, Histogram> curves = new LinkedHashMap<>();
-        for (PipelineBench.Strategy s : p.strategies()) {
-            md.append("| %s | %s | %s / %s | %s | %s | %s | %s | %s ms | %s ms | %d |\n"
+        for (StrategyBench.Row s : r.rows()) {
+            boolean naive = s.strategy().equals("naive");
+            md.append("| %s | %s | %d | %s | %s / %s / %s | %s | %s / %s / %s | %s | %s ms | %s ms | %d |\n"
                     .formatted(
-                            s.name().equals("naive") ? "naive baseline" : "Settle `" + s.name() + "`",
+                            naive ? "naive baseline" : "Settle `" + s.strategy() + "`",
+                            s.workload().label,
+                            s.bursts(),
+                            fmt(s.callsPerBurst()),
+                            fmt(s.promptPerBurst()),
+                            fmt(s.cachedPerBurst()),
+                            fmt(s.completionPerBurst()),
+                            naive ? "–" : fmt(s.discardedShare() * 100) + " %",
                             fmt(s.repliesPerBurst()),
                             fmt(s.stalePerBurst()),
                             fmt(s.dupPerBurst()),
                             fmt(s.rejectedPerBurst()),
-                            fmt(s.callsPerBurst()),
-                            fmt(s.tokensPerBurst()),
-                            s.name().equals("naive") ? "–" : fmt(s.discardedTokensPerBurst()),
                             fmt(Load.ms(s.finalAnswer(), 50)),
                             fmt(Load.ms(s.finalAnswer(), 99)),
                             s.unanswered()));
-            curves.put(s.name(), s.finalAnswer());
+            if (s.workload() == StrategyBench.Workload.TYPIST) {
+                curves.put(s.strategy(), s.finalAnswer());
+            }
         }
         Charts.percentiles(
                 perf.resolve("time-to-final-answer.png"), "Time to final answer, fast typist", "ms", curves, null);
         md.append("\n![time to final answer](perf/time-to-final-answer.png)\n\n");
+    }
+
+    private static StrategyBench.Row row(StrategyBench.Result r, String strategy, StrategyBench.Workload workload) {
+        return r.rows().stream()
+                .filter(x -> x.strategy().equals(strategy) && x.workload() == workload)
+                .findFirst()
+                .orElseThrow();
+    }
+
+    private static String cost(StrategyBench.Row r) {
+        return fmt(r.callsPerBurst()) + " calls, " + fmt(r.discardedShare() * 100) + " % of tokens on discarded turns";
+    }
+
+    private void costGoal(String n, StrategyBench.Row r, double calls, double discarded) {
+        goal(
+                n,
+                "cost, " + r.workload().label + " (`" + r.strategy() + "`)",
+                cost(r),
+                "≤ " + fmt(calls) + " calls, ≤ " + fmt(discarded * 100) + " %",
+                r.callsPerBurst() <= calls && r.discardedShare() <= discarded);
     }
 
     private void profiles() {
@@ -497,7 +538,9 @@ final class Report {
         }
         if (run.pipeline != null) {
             all.add(run.pipeline.overhead().profile());
-            all.add(run.pipeline.strategyProfile());
+        }
+        if (run.strategies != null) {
+            all.add(run.strategies.profile());
         }
         if (run.timers != null) {
             all.add(run.timers.profile());
