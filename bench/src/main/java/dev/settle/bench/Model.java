@@ -45,7 +45,13 @@ final class Model implements AutoCloseable {
 
     /** One model call, with the usage the double reported for it. */
     record Call(
-            String sid, long arrivedNanos, long latencyMs, int promptTokens, int cachedTokens, int completionTokens) {}
+            String sid,
+            int sequence,
+            long arrivedNanos,
+            long latencyMs,
+            int promptTokens,
+            int cachedTokens,
+            int completionTokens) {}
 
     /** Characters per token of the double's usage figures. */
     private static final int CHARS_PER_TOKEN = 4;
@@ -56,12 +62,20 @@ final class Model implements AutoCloseable {
     private volatile Latency latency;
     final ConcurrentLinkedQueue<Call> calls = new ConcurrentLinkedQueue<>();
     private final Map<String, ConcurrentLinkedQueue<Call>> bySid = new ConcurrentHashMap<>();
+    /** Sessions whose id starts with a key: their first call's answer is reshaped by the value. */
+    private final Map<String, java.util.function.UnaryOperator<ModelResponse>> firstCallShapes =
+            new ConcurrentHashMap<>();
     /** Every prompt served so far, per session, as the prefix cache sees it. */
     private final Map<String, ConcurrentLinkedQueue<String>> prompts = new ConcurrentHashMap<>();
 
     Model(Latency latency) {
         this.latency = latency;
         dbl.respondWith(this::answer);
+    }
+
+    /** The first call of every session whose id starts with {@code sidPrefix} is answered as {@code shape} makes it. */
+    void shapeFirstCall(String sidPrefix, java.util.function.UnaryOperator<ModelResponse> shape) {
+        firstCallShapes.put(sidPrefix, shape);
     }
 
     void latency(Latency l) {
@@ -84,13 +98,23 @@ final class Model implements AutoCloseable {
         int promptTokens = Math.max(1, prompt.length() / CHARS_PER_TOKEN);
         int cachedTokens = cached(sid, prompt);
         int completion = Math.max(1, text.length() / CHARS_PER_TOKEN);
-        Call call = new Call(sid, now, delay, promptTokens, cachedTokens, completion);
+        Call call = new Call(sid, request.sequence(), now, delay, promptTokens, cachedTokens, completion);
         calls.add(call);
-        bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>()).add(call);
-        return ModelResponse.text(text)
+        ConcurrentLinkedQueue<Call> ofSid = bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>());
+        boolean first = ofSid.isEmpty();
+        ofSid.add(call);
+        ModelResponse answer = ModelResponse.text(text)
                 .delay(Duration.ofMillis(delay))
                 .chunkSize(16)
                 .usage(promptTokens, cachedTokens, completion);
+        if (first) {
+            for (Map.Entry<String, java.util.function.UnaryOperator<ModelResponse>> shape : firstCallShapes.entrySet()) {
+                if (sid.startsWith(shape.getKey())) {
+                    return shape.getValue().apply(answer);
+                }
+            }
+        }
+        return answer;
     }
 
     /** The request's messages in order, as one text: what a provider's prompt cache keys on. */

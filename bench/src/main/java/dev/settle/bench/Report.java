@@ -443,6 +443,17 @@ final class Report {
                 fmt(slowLag) + " ms",
                 "≤ 50 ms",
                 slowLag <= 50);
+        for (InterruptBench.Cuts c : r.interrupts()) {
+            goal(
+                    "6",
+                    "interrupt, " + c.phase().label + ": newer message committed → model request closed",
+                    c.latency().getTotalCount() == 0
+                            ? "no cut observed"
+                            : "p50 " + fmt(Load.ms(c.latency(), 50)) + " ms, p99 " + fmt(Load.ms(c.latency(), 99))
+                                    + " ms (" + c.latency().getTotalCount() + " cuts, " + c.notCut() + " not cut)",
+                    "p99 ≤ 250 ms",
+                    c.latency().getTotalCount() > 0 && c.notCut() == 0 && Load.ms(c.latency(), 99) <= 250);
+        }
         md.append("## 6. Cost, and the strategies compared\n\n");
         md.append("""
                 The same workloads with the same seeds for every strategy. *Fast typist*: %d sessions per strategy,
@@ -508,6 +519,26 @@ final class Report {
         Charts.percentiles(
                 perf.resolve("time-to-final-answer.png"), "Time to final answer, fast typist", "ms", curves, null);
         md.append("\n![time to final answer](perf/time-to-final-answer.png)\n\n");
+        md.append("""
+                **Interrupt latency by phase.** %d sessions per phase on the fixed-window stack; the model double's first
+                answer of each session stays %d s in one phase: silent before its response headers, silent after the
+                headers of its stream, or streaming two characters every 250 ms. %d ms into that phase a second message is
+                posted; measured from that message's commit (database clock) to the double seeing the connection closed.
+
+                | phase | cuts | not cut | p50 | p99 | max |
+                |---|---|---|---|---|---|
+                """.formatted(o.interruptSessions(), InterruptBench.SILENCE.toSeconds(), 500));
+        for (InterruptBench.Cuts c : r.interrupts()) {
+            md.append("| %s | %d | %d | %s ms | %s ms | %s ms |\n"
+                    .formatted(
+                            c.phase().label,
+                            c.latency().getTotalCount(),
+                            c.notCut(),
+                            fmt(Load.ms(c.latency(), 50)),
+                            fmt(Load.ms(c.latency(), 99)),
+                            fmt(c.latency().getMaxValue() / 1000.0)));
+        }
+        md.append("\n");
     }
 
     private static StrategyBench.Row row(StrategyBench.Result r, String strategy, StrategyBench.Workload workload) {

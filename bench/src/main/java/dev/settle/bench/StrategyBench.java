@@ -68,7 +68,7 @@ final class StrategyBench {
             double discardedShare,
             Histogram finalAnswer) {}
 
-    record Result(List<Row> rows, Profiler.Profile profile) {}
+    record Result(List<Row> rows, List<InterruptBench.Cuts> interrupts, Profiler.Profile profile) {}
 
     /** One burst as typed: the session's versions before it, when each message was sent and answered 202. */
     private record Burst(String sid, boolean measured, long baseVersion, long[] sent, int[] status) {
@@ -98,17 +98,18 @@ final class StrategyBench {
     static Result run(Infra infra, Bench.Options o) throws Exception {
         var rec = o.profile() ? Profiler.start("strategies") : null;
         List<Row> rows = new ArrayList<>();
+        List<InterruptBench.Cuts> interrupts = new ArrayList<>();
         try (Model model = new Model(o.latency());
                 Hooks hooks = new Hooks()) {
             try (Infra.Scenario s = infra.new Scenario("strategies", settings(o, model, hooks, false))) {
-                rows.addAll(fixedWindow(s, o, model, hooks));
+                rows.addAll(fixedWindow(s, o, model, hooks, interrupts));
             }
             try (Infra.Scenario s = infra.new Scenario("adaptive", settings(o, model, hooks, true))) {
                 rows.addAll(adaptive(s, o, model, hooks));
             }
         }
         Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
-        return new Result(rows, profile);
+        return new Result(rows, interrupts, profile);
     }
 
     private static Map<String, Object> settings(Bench.Options o, Model model, Hooks hooks, boolean adaptive) {
@@ -122,7 +123,9 @@ final class StrategyBench {
                 "settle.admin-key", Infra.ADMIN_KEY);
     }
 
-    private static List<Row> fixedWindow(Infra.Scenario s, Bench.Options o, Model model, Hooks hooks)
+    /** The fixed-window strategies, then (on the same stack) the interrupt latency by phase into {@code cuts}. */
+    private static List<Row> fixedWindow(
+            Infra.Scenario s, Bench.Options o, Model model, Hooks hooks, List<InterruptBench.Cuts> cuts)
             throws Exception {
         ConfigurableApplicationContext ingest = s.ingest();
         s.debounce();
@@ -166,6 +169,7 @@ final class StrategyBench {
                 rows.add(summarize(name, Workload.TYPIST, typed.get(name), jdbc, model, hooks, naive));
             }
             rows.add(summarize(STRATEGY_MERGE, Workload.SLOW, slow, jdbc, model, hooks, naive));
+            cuts.addAll(InterruptBench.run(o, base, jdbc, model));
             return rows;
         }
     }
