@@ -282,3 +282,14 @@ CREATE TABLE api_key (
 -- Idempotency keys are kept for a retention (SETTLE_IDEMPOTENCY_RETENTION, 24 h): the ingest API forgets older
 -- ones by walking this index forward from where its last purge ended.
 CREATE INDEX ix_message_created ON chat_message (created_at);
+
+--changeset settle:16-debounce-timer-typing
+-- Typing signals hold an armed timer (DebounceTimers, TypingHolds). window_fire_at: when the messages alone
+-- would fire it (NULL = fire_at, the row was never held). last_message_at: database time of the latest message
+-- the timer armed for; a signal from before it is stale. typing_at: database time of the latest signal that
+-- holds the timer, held_until = typing_at + the typing hold (both NULL = no hold; a newer message clears them).
+ALTER TABLE debounce_timer
+  ADD COLUMN window_fire_at  DATETIME(6) NULL,
+  ADD COLUMN last_message_at DATETIME(6) NULL,
+  ADD COLUMN typing_at       DATETIME(6) NULL,
+  ADD COLUMN held_until      DATETIME(6) NULL;

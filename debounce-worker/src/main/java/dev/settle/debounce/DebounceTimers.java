@@ -22,7 +22,9 @@ import java.time.Instant;
  *   <li>No row yet: insert {@code deadline_at = oldestUnansweredAt + maxwait} and
  *       {@code fire_at = LEAST(acceptedAt + window, deadline_at)}, the timer rule of {@link SessionRules}.</li>
  *   <li>Row exists (a burst in progress): {@code deadline_at} keeps the earlier of the two deadlines, then
- *       {@code fire_at = LEAST(GREATEST(fire_at, acceptedAt + window), deadline_at)} and
+ *       {@code window_fire_at = LEAST(GREATEST(window_fire_at, acceptedAt + window), deadline_at)} (what the
+ *       messages alone give), the message ends a typing hold from before it ({@link TypingHolds}), and
+ *       {@code fire_at = LEAST(GREATEST(window_fire_at, held_until), deadline_at)} and
  *       {@code armed_version = GREATEST(...)}. GREATEST/LEAST make the update idempotent and commutative, so
  *       redelivered and reordered events leave the same row. {@code armed_by}/{@code armed_at} keep who
  *       created the row: a sweeper row (deadline = due now) stays due now and keeps cause {@code sweeper}.</li>
@@ -53,22 +55,32 @@ public class DebounceTimers {
 
     /**
      * A new row fires by the timer rule ({@link SessionRules#timerFireAt}); an existing one is extended: a later
-     * message pushes fire_at out to its own window, never past the earlier deadline. MySQL/MariaDB evaluate
-     * ON DUPLICATE KEY UPDATE assignments left to right: fire_at sees the new deadline_at.
+     * message pushes its window out, never past the earlier deadline, and ends a typing hold from before it
+     * ({@link TypingHolds}). MySQL/MariaDB evaluate ON DUPLICATE KEY UPDATE assignments left to right: each
+     * assignment sees the new values of those above it.
      */
     static final String ARM = """
-            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
-            VALUES (:sessionId, %s, %s, :version, 'message', UTC_TIMESTAMP(6))
+            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at,
+                                        last_message_at)
+            VALUES (:sessionId, %s, %s, :version, 'message', UTC_TIMESTAMP(6),
+                    %s)
             ON DUPLICATE KEY UPDATE
-              deadline_at   = LEAST(debounce_timer.deadline_at, %s),
-              fire_at       = LEAST(GREATEST(debounce_timer.fire_at, %s + INTERVAL :windowMicros MICROSECOND),
-                                    debounce_timer.deadline_at),
-              armed_version = GREATEST(debounce_timer.armed_version, :version)
+              deadline_at     = LEAST(debounce_timer.deadline_at, %s),
+              window_fire_at  = LEAST(GREATEST(COALESCE(debounce_timer.window_fire_at, debounce_timer.fire_at),
+                                               %s + INTERVAL :windowMicros MICROSECOND),
+                                      debounce_timer.deadline_at),
+            %s
+              fire_at         = LEAST(GREATEST(debounce_timer.window_fire_at,
+                                               COALESCE(debounce_timer.held_until, debounce_timer.window_fire_at)),
+                                      debounce_timer.deadline_at),
+              armed_version   = GREATEST(debounce_timer.armed_version, :version)
             """.formatted(
                     SessionRules.timerFireAt(ACCEPTED_AT, OLDEST_AT, ":windowMicros", ":maxwaitMicros"),
                     DEADLINE,
+                    ACCEPTED_AT,
                     DEADLINE,
-                    ACCEPTED_AT);
+                    ACCEPTED_AT,
+                    TypingHolds.afterMessage(ACCEPTED_AT));
 
     private final JdbcClient jdbc;
     private final DebounceTiming settings;

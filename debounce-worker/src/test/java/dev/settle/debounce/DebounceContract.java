@@ -33,7 +33,7 @@ abstract class DebounceContract {
     /** Long enough that no timer armed by a message becomes due during the suite. */
     static final DebounceTiming TIMING = new DebounceTiming(Duration.ofHours(1), Duration.ofHours(2));
 
-    static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
+    static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3));
 
     HikariDataSource dataSource;
     JdbcClient jdbc;

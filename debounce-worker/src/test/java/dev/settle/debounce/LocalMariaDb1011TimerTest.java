@@ -31,7 +31,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class LocalMariaDb1011TimerTest {
     private static final DebounceTiming TIMING = new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10));
-    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
+    private static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3));
 
     @Test
     void a_timer_armed_with_microseconds_keeps_them_and_fires_exactly_once() {

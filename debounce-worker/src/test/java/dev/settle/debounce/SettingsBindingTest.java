@@ -34,7 +34,7 @@ class SettingsBindingTest {
         assertThat(binder.bindOrCreate("settle.debounce", DebounceTiming.class))
                 .isEqualTo(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)));
         assertThat(binder.bindOrCreate("settle.debounce", DebounceSettings.class))
-                .isEqualTo(new DebounceSettings(Duration.ofMillis(20), 200));
+                .isEqualTo(new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3)));
         assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class))
                 .isEqualTo(new SweeperSettings(Duration.ofSeconds(2), Duration.ofSeconds(5)));
     }

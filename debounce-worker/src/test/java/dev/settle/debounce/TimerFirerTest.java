@@ -27,7 +27,8 @@ import static org.assertj.core.api.Assertions.tuple;
 
 /** One firing round at a time (no loop): the cause of each fire, and what stays when publishing fails. */
 class TimerFirerTest {
-    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
+    private static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3));
 
     private static HikariDataSource dataSource;
     private static JdbcClient jdbc;
@@ -119,6 +120,32 @@ class TimerFirerTest {
                     .containsExactlyInAnyOrder(
                             tuple(window, 2L, "window"), tuple(maxwait, 7L, "maxwait"), tuple(sweeper, 4L, "sweeper"));
             assertThat(ready.of(due)).extracting(SessionReady::firedAt).allMatch(t -> !t.isBefore(before));
+        } finally {
+            broker.destroy();
+        }
+    }
+
+    @Test
+    void a_timer_a_typing_signal_held_fires_with_cause_typing() {
+        Instant now = sessions.dbNow();
+        long typed = sessions.create();
+        timer(typed, now.minusMillis(5), now.plusSeconds(5), 3, "message");
+        assertThat(new TypingHolds(jdbc, SETTINGS)
+                        .hold(new dev.settle.contracts.TypingSignal(
+                                typed, now.minus(SETTINGS.typinghold()).minusMillis(1))))
+                .isTrue();
+
+        MeterRegistry meters = new SimpleMeterRegistry();
+        KafkaTemplate<String, String> broker = kafka(SharedInfra.kafkaBootstrap());
+        try (ReadyEvents ready = new ReadyEvents()) {
+            assertThat(firer(broker, meters).fireDue()).isEqualTo(1);
+            assertThat(meters.counter("settle.debounce.fires", "cause", "typing")
+                            .count())
+                    .isEqualTo(1.0);
+            ready.drainToEnd();
+            assertThat(ready.of(List.of(typed)))
+                    .extracting(SessionReady::sessionId, SessionReady::version, SessionReady::cause)
+                    .containsExactly(tuple(typed, 3L, "typing"));
         } finally {
             broker.destroy();
         }

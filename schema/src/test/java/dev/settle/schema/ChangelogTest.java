@@ -43,7 +43,8 @@ class ChangelogTest {
             entry("5-webhook-endpoint", "9:939f6a02bbb4804b38633d3cc473e91f"),
             entry("8-tenant", "9:9fe99bbd489a485d96de78059c977d9f"),
             entry("8-api-key", "9:01cfa5d7cd09e95c390f48cee6cc6ab6"),
-            entry("9-message-created-index", "9:bd9c941bb1ec5fff1c08bdbdfd30dcad"));
+            entry("9-message-created-index", "9:bd9c941bb1ec5fff1c08bdbdfd30dcad"),
+            entry("16-debounce-timer-typing", "9:2b52e7634a73780cec94b5bd756a424d"));
 
     static final List<String> ORDER = List.of(
             "1-chat-session",
@@ -61,7 +62,8 @@ class ChangelogTest {
             "5-webhook-endpoint",
             "8-tenant",
             "8-api-key",
-            "9-message-created-index");
+            "9-message-created-index",
+            "16-debounce-timer-typing");
 
     static List<ChangeSet> changeSets() throws Exception {
         ClassLoaderResourceAccessor resources = new ClassLoaderResourceAccessor();

@@ -8,6 +8,8 @@ import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,15 +20,17 @@ import java.util.Map;
 public class SessionViews {
     /**
      * generating: a live lease; waiting: a debounce timer is armed; idle otherwise. Lease expiry is judged
-     * on the database clock, like every lease decision.
+     * on the database clock, like every lease decision. The armed timer, if any, comes with when it fires, why
+     * ({@link SessionRules#TIMER_CAUSE}) and, while a typing signal holds it, until when.
      */
     static final String SESSION = "SELECT s.id, s.external_id, s.version, s.replied_version, "
             + SessionRules.EFFECTIVE_POLICY + " AS policy, "
-            + SessionRules.LEASE_LIVE + " AS generating, " + """
+            + SessionRules.LEASE_LIVE + " AS generating, "
+            + SessionRules.TIMER_CAUSE + " AS timer_cause, " + """
                    (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
                      WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
-                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting
-              FROM chat_session s
+                   d.session_id IS NOT NULL AS waiting, d.fire_at AS timer_fire_at, d.held_until AS timer_held_until
+              FROM chat_session s LEFT JOIN debounce_timer d ON d.session_id = s.id
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     /**
@@ -74,6 +78,25 @@ public class SessionViews {
         }
     }
 
+    /**
+     * The session's debounce timer: {@code armed} false when none; else when it fires, why, and {@code heldUntil}
+     * (the end of the typing hold that sets the fire time, null when no hold does).
+     */
+    public record Debounce(boolean armed, Instant fireAt, Instant heldUntil, String cause) {
+        static final Debounce NONE = new Debounce(false, null, null, null);
+
+        Map<String, Object> body() {
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("armed", armed);
+            if (armed) {
+                body.put("fireAt", fireAt.toString());
+                body.put("heldUntil", heldUntil == null ? null : heldUntil.toString());
+                body.put("cause", cause);
+            }
+            return body;
+        }
+    }
+
     public record SessionView(
             long pk,
             String sessionId,
@@ -81,7 +104,8 @@ public class SessionViews {
             long repliedVersion,
             String state,
             String policy,
-            long discardedTokens) {
+            long discardedTokens,
+            Debounce debounce) {
         public Map<String, Object> body() {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("sessionId", sessionId);
@@ -90,6 +114,7 @@ public class SessionViews {
             body.put("state", state);
             body.put("policy", policy);
             body.put("discardedTokens", discardedTokens);
+            body.put("debounce", debounce.body());
             return body;
         }
     }
@@ -112,7 +137,8 @@ public class SessionViews {
                         rs.getLong("replied_version"),
                         rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
                         rs.getString("policy"),
-                        rs.getLong("discarded_tokens")),
+                        rs.getLong("discarded_tokens"),
+                        debounce(rs)),
                 defaultPolicy,
                 tenant,
                 sessionId);
@@ -120,6 +146,18 @@ public class SessionViews {
             throw ApiProblem.notFound("no session " + sessionId);
         }
         return rows.getFirst();
+    }
+
+    private static Debounce debounce(ResultSet rs) throws SQLException {
+        if (!rs.getBoolean("waiting")) {
+            return Debounce.NONE;
+        }
+        String cause = rs.getString("timer_cause");
+        return new Debounce(
+                true,
+                DbTime.instant(rs, "timer_fire_at"),
+                "typing".equals(cause) ? DbTime.instant(rs, "timer_held_until") : null,
+                cause);
     }
 
     /**
