@@ -237,4 +237,38 @@ class TypingRouteTest {
         assertEquals(before, app.fingerprint());
         assertFalse(app.fingerprint().isEmpty());
     }
+
+    @Test
+    void the_session_view_says_while_a_typing_hold_is_in_force_and_until_when() {
+        String s = newSession();
+        long pk = message(IngestApp.KEY, s);
+        assertEquals("{\"armed\":false}", debounce(s).toString());
+        app.jdbc.update(
+                """
+                INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at,
+                                            window_fire_at, last_message_at, typing_at, held_until)
+                VALUES (?, '2030-01-01 00:00:04.5', '2030-01-01 00:00:10', 1, 'message', UTC_TIMESTAMP(6),
+                        '2030-01-01 00:00:01.5', '2030-01-01 00:00:00', '2030-01-01 00:00:01.5', '2030-01-01 00:00:04.5')""",
+                pk);
+        assertEquals(
+                "{\"armed\":true,\"fireAt\":\"2030-01-01T00:00:04.500Z\",\"heldUntil\":\"2030-01-01T00:00:04.500Z\","
+                        + "\"cause\":\"typing\"}",
+                debounce(s).toString());
+        assertEquals("waiting", JSON.readTree(app.get("/v1/sessions/" + s).body()).get("state").asString());
+
+        app.jdbc.update(
+                "UPDATE debounce_timer SET fire_at = window_fire_at, held_until = NULL, typing_at = NULL"
+                        + " WHERE session_id = ?",
+                pk);
+        assertEquals(
+                "{\"armed\":true,\"fireAt\":\"2030-01-01T00:00:01.500Z\",\"heldUntil\":null,\"cause\":\"window\"}",
+                debounce(s).toString());
+        app.jdbc.update("DELETE FROM debounce_timer WHERE session_id = ?", pk);
+    }
+
+    static JsonNode debounce(String session) {
+        HttpResponse<String> r = app.get("/v1/sessions/" + session);
+        assertEquals(200, r.statusCode(), r.body());
+        return JSON.readTree(r.body()).get("debounce");
+    }
 }
