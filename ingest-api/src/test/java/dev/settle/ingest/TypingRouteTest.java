@@ -243,18 +243,18 @@ class TypingRouteTest {
         String s = newSession();
         long pk = message(IngestApp.KEY, s);
         assertEquals("{\"armed\":false}", debounce(s).toString());
-        app.jdbc.update(
-                """
+        app.jdbc.update("""
                 INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at,
                                             window_fire_at, last_message_at, typing_at, held_until)
                 VALUES (?, '2030-01-01 00:00:04.5', '2030-01-01 00:00:10', 1, 'message', UTC_TIMESTAMP(6),
-                        '2030-01-01 00:00:01.5', '2030-01-01 00:00:00', '2030-01-01 00:00:01.5', '2030-01-01 00:00:04.5')""",
-                pk);
+                        '2030-01-01 00:00:01.5', '2030-01-01 00:00:00', '2030-01-01 00:00:01.5', '2030-01-01 00:00:04.5')""", pk);
         assertEquals(
                 "{\"armed\":true,\"fireAt\":\"2030-01-01T00:00:04.500Z\",\"heldUntil\":\"2030-01-01T00:00:04.500Z\","
                         + "\"cause\":\"typing\"}",
                 debounce(s).toString());
-        assertEquals("waiting", JSON.readTree(app.get("/v1/sessions/" + s).body()).get("state").asString());
+        assertEquals(
+                "waiting",
+                JSON.readTree(app.get("/v1/sessions/" + s).body()).get("state").asString());
 
         app.jdbc.update(
                 "UPDATE debounce_timer SET fire_at = window_fire_at, held_until = NULL, typing_at = NULL"
