@@ -93,11 +93,12 @@ class TypingTest {
             }
         }
 
-        await("one webhook")
+        await("a reply covering version 4")
                 .atMost(LONG)
                 .pollInterval(Duration.ofMillis(20))
                 .pollInSameThread()
-                .until(() -> settle.webhooks(s).size() == 1);
+                .until(() -> settle.webhooks(s).stream()
+                        .anyMatch(d -> d.json().path("data").path("coversVersion").asLong() == 4));
         settle.awaitQuiescent(LONG);
 
         assertEquals(1, settle.modelCallsMentioning(marker), "exactly one model call");
