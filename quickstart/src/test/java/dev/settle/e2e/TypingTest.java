@@ -98,7 +98,8 @@ class TypingTest {
                 .pollInterval(Duration.ofMillis(20))
                 .pollInSameThread()
                 .until(() -> settle.webhooks(s).stream()
-                        .anyMatch(d -> d.json().path("data").path("coversVersion").asLong() == 4));
+                        .anyMatch(
+                                d -> d.json().path("data").path("coversVersion").asLong() == 4));
         settle.awaitQuiescent(LONG);
 
         assertEquals(1, settle.modelCallsMentioning(marker), "exactly one model call");
