@@ -229,6 +229,13 @@ abstract class AgentContract {
                 count(
                         "SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND armed_version = 4 AND armed_by = 'agent'",
                         session));
+        assertEquals(
+                1,
+                count(
+                        "SELECT COUNT(*) FROM debounce_timer d JOIN chat_session s ON s.id = d.session_id"
+                                + " WHERE d.session_id = ? AND d.last_message_at = s.last_message_at",
+                        session),
+                "the re-armed timer remembers the last message, so that older typing signals do not hold it");
     }
 
     @Test
