@@ -27,7 +27,7 @@ class TypingTest {
     /** Longer than the window: without typing signals, every pause would start a turn. */
     static final Duration PAUSE = Duration.ofMillis(1300);
     /** How often the client repeats its signal while its user types (well within the hold). */
-    static final Duration EVERY = Duration.ofMillis(500);
+    static final Duration EVERY = Duration.ofMillis(400);
 
     static SettleSystem settle;
 
