@@ -71,7 +71,7 @@ abstract class DebounceContract {
 
     @Test
     void arming_inserts_then_extends_the_window_never_past_the_deadline_and_skips_answered_versions() {
-        DebounceTimers timers = new DebounceTimers(jdbc, TIMING);
+        DebounceTimers timers = TestTimers.fixed(jdbc, TIMING);
         long session = sessions.create();
         MessageAccepted first = sessions.accept(session);
         assertThat(timers.arm(first)).isTrue();
@@ -155,7 +155,7 @@ abstract class DebounceContract {
         Instant old = sessions.dbNow().minusSeconds(60);
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long armed = sessions.insert(2, 0, 0, old, old, null, null);
-        new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(armed, 2, old, old));
+        TestTimers.fixed(jdbc, TIMING).arm(new MessageAccepted(armed, 2, old, old));
         Sessions.Timer before = sessions.timer(armed).orElseThrow();
 
         assertThat(sweeper.sweep()).isEqualTo(1);
