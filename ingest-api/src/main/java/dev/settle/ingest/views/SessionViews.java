@@ -18,15 +18,18 @@ import java.util.Map;
 public class SessionViews {
     /**
      * generating: a live lease; waiting: a debounce timer is armed; idle otherwise. Lease expiry is judged
-     * on the database clock, like every lease decision.
+     * on the database clock, like every lease decision. The debounce window in effect is the one the debounce
+     * worker recorded for the session's latest message ({@code session_pacing}; none while the adaptive window
+     * is off or before its first message was armed).
      */
     static final String SESSION = "SELECT s.id, s.external_id, s.version, s.replied_version, "
             + SessionRules.EFFECTIVE_POLICY + " AS policy, "
             + SessionRules.LEASE_LIVE + " AS generating, " + """
                    (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
                      WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
-                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting
-              FROM chat_session s
+                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting,
+                   p.window_micros, p.window_cause
+              FROM chat_session s LEFT JOIN session_pacing p ON p.session_id = s.id
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     /**
@@ -81,7 +84,9 @@ public class SessionViews {
             long repliedVersion,
             String state,
             String policy,
-            long discardedTokens) {
+            long discardedTokens,
+            Long windowMs,
+            String windowCause) {
         public Map<String, Object> body() {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("sessionId", sessionId);
@@ -90,6 +95,8 @@ public class SessionViews {
             body.put("state", state);
             body.put("policy", policy);
             body.put("discardedTokens", discardedTokens);
+            body.put("windowMs", windowMs);
+            body.put("windowCause", windowCause);
             return body;
         }
     }
@@ -112,7 +119,9 @@ public class SessionViews {
                         rs.getLong("replied_version"),
                         rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
                         rs.getString("policy"),
-                        rs.getLong("discarded_tokens")),
+                        rs.getLong("discarded_tokens"),
+                        windowMillis(rs.getObject("window_micros", Long.class)),
+                        rs.getString("window_cause")),
                 defaultPolicy,
                 tenant,
                 sessionId);
@@ -120,6 +129,10 @@ public class SessionViews {
             throw ApiProblem.notFound("no session " + sessionId);
         }
         return rows.getFirst();
+    }
+
+    private static Long windowMillis(Long micros) {
+        return micros == null ? null : micros / 1_000;
     }
 
     /**
