@@ -293,3 +293,33 @@ ALTER TABLE debounce_timer
   ADD COLUMN last_message_at DATETIME(6) NULL,
   ADD COLUMN typing_at       DATETIME(6) NULL,
   ADD COLUMN held_until      DATETIME(6) NULL;
+--changeset settle:16-debounce-timer-window-cause
+-- Which window set the timer's fire_at: 'base' (the configured window) or 'learned' (the session's adaptive one).
+-- Rows armed without one (the sweeper, the agent's re-arm) use the base window.
+ALTER TABLE debounce_timer
+  ADD COLUMN window_cause VARCHAR(16) NOT NULL DEFAULT 'base';
+
+--changeset settle:16-session-pacing
+-- What the debounce worker learned of a session's pauses (PacingRule): the ring of its last samples in ms,
+-- comma-separated, oldest first; the window its latest message armed with and its cause ('base' | 'learned');
+-- that message's time and how many messages its burst had so far. Hints: rewritten by a plain upsert.
+CREATE TABLE session_pacing (
+  session_id      BIGINT       NOT NULL,
+  samples         VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  window_micros   BIGINT       NOT NULL,
+  window_cause    VARCHAR(16)  NOT NULL,
+  last_message_at DATETIME(6)  NOT NULL,
+  burst_messages  INT          NOT NULL,
+  updated_at      DATETIME(6)  NOT NULL,
+  PRIMARY KEY (session_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:16-tenant-pacing
+-- The same ring over all of a tenant's sessions: a session with fewer than 3 samples of its own uses it.
+-- Appended to in one statement, so concurrent sessions of a tenant never overwrite each other's samples.
+CREATE TABLE tenant_pacing (
+  tenant_id  VARCHAR(64)  NOT NULL,
+  samples    VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  updated_at DATETIME(6)  NOT NULL,
+  PRIMARY KEY (tenant_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -49,7 +49,7 @@ class LocalMariaDb1011TimerTest {
                     .minusSeconds(1)
                     .truncatedTo(ChronoUnit.SECONDS)
                     .plusNanos(123_456_000);
-            assertThat(new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted)))
+            assertThat(TestTimers.fixed(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted)))
                     .isTrue();
             assertThat(sessions.timer(session))
                     .get()

@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.contracts.SessionReady;
 import dev.settle.schema.DbTime;
 import dev.settle.testsupport.SharedInfra;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -50,11 +51,12 @@ class TimerFirerTest {
         return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS, meters);
     }
 
-    /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper. */
+    /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper (whatever their window tag). */
     private static List<Double> fires(MeterRegistry meters) {
         return List.of("window", "maxwait", "sweeper").stream()
-                .map(cause ->
-                        meters.counter("settle.debounce.fires", "cause", cause).count())
+                .map(cause -> meters.find("settle.debounce.fires").tag("cause", cause).counters().stream()
+                        .mapToDouble(Counter::count)
+                        .sum())
                 .toList();
     }
 
@@ -89,6 +91,9 @@ class TimerFirerTest {
         timer(maxwait, now.minusMillis(3), now.minusMillis(3), 7, "message");
         timer(sweeper, now.minusMillis(1), now.minusMillis(1), 4, "sweeper");
         timer(notDue, now.plusSeconds(3600), now.plusSeconds(3600), 1, "message");
+        jdbc.sql("UPDATE debounce_timer SET window_cause = 'learned' WHERE session_id = :id")
+                .param("id", window)
+                .update();
         List<Long> due = List.of(window, maxwait, sweeper);
 
         MeterRegistry meters = new SimpleMeterRegistry();
@@ -111,6 +116,17 @@ class TimerFirerTest {
             assertThat(fires(meters))
                     .as("fires by cause: window, maxwait, sweeper")
                     .containsExactly(1.0, 1.0, 1.0);
+            assertThat(meters.find("settle.debounce.fires")
+                            .tags("cause", "window", "window", "learned")
+                            .counter()
+                            .count())
+                    .as("the fire of a learned window is tagged with it")
+                    .isEqualTo(1.0);
+            assertThat(meters.find("settle.debounce.fires")
+                            .tags("cause", "maxwait", "window", "base")
+                            .counter()
+                            .count())
+                    .isEqualTo(1.0);
 
             assertThat(sessions.timers(due)).isZero();
             assertThat(sessions.timer(notDue)).isPresent();

@@ -22,6 +22,9 @@ public class SessionViews {
      * generating: a live lease; waiting: a debounce timer is armed; idle otherwise. Lease expiry is judged
      * on the database clock, like every lease decision. The armed timer, if any, comes with when it fires, why
      * ({@link SessionRules#TIMER_CAUSE}) and, while a typing signal holds it, until when.
+     * The debounce window in effect is the one the debounce
+     * worker recorded for the session's latest message ({@code session_pacing}; none while the adaptive window
+     * is off or before its first message was armed).
      */
     static final String SESSION = "SELECT s.id, s.external_id, s.version, s.replied_version, "
             + SessionRules.EFFECTIVE_POLICY + " AS policy, "
@@ -29,8 +32,10 @@ public class SessionViews {
             + SessionRules.TIMER_CAUSE + " AS timer_cause, " + """
                    (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
                      WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
-                   d.session_id IS NOT NULL AS waiting, d.fire_at AS timer_fire_at, d.held_until AS timer_held_until
+                   d.session_id IS NOT NULL AS waiting, d.fire_at AS timer_fire_at, d.held_until AS timer_held_until,
+                   p.window_micros, p.window_cause
               FROM chat_session s LEFT JOIN debounce_timer d ON d.session_id = s.id
+              LEFT JOIN session_pacing p ON p.session_id = s.id
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     /**
@@ -105,7 +110,9 @@ public class SessionViews {
             String state,
             String policy,
             long discardedTokens,
-            Debounce debounce) {
+            Debounce debounce,
+            Long windowMs,
+            String windowCause) {
         public Map<String, Object> body() {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("sessionId", sessionId);
@@ -115,6 +122,8 @@ public class SessionViews {
             body.put("policy", policy);
             body.put("discardedTokens", discardedTokens);
             body.put("debounce", debounce.body());
+            body.put("windowMs", windowMs);
+            body.put("windowCause", windowCause);
             return body;
         }
     }
@@ -138,7 +147,9 @@ public class SessionViews {
                         rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
                         rs.getString("policy"),
                         rs.getLong("discarded_tokens"),
-                        debounce(rs)),
+                        debounce(rs),
+                        windowMillis(rs.getObject("window_micros", Long.class)),
+                        rs.getString("window_cause")),
                 defaultPolicy,
                 tenant,
                 sessionId);
@@ -158,6 +169,10 @@ public class SessionViews {
                 DbTime.instant(rs, "timer_fire_at"),
                 "typing".equals(cause) ? DbTime.instant(rs, "timer_held_until") : null,
                 cause);
+    }
+
+    private static Long windowMillis(Long micros) {
+        return micros == null ? null : micros / 1_000;
     }
 
     /**
