@@ -39,7 +39,7 @@ class TypingHoldsTest {
         dataSource = Databases.migrated("typing");
         jdbc = JdbcClient.create(dataSource);
         sessions = new Sessions(jdbc);
-        timers = new DebounceTimers(jdbc, new DebounceTiming(WINDOW, MAXWAIT));
+        timers = TestTimers.fixed(jdbc, new DebounceTiming(WINDOW, MAXWAIT));
         holds = new TypingHolds(jdbc, new DebounceSettings(Duration.ofMillis(20), 200, HOLD));
     }
 
