@@ -26,6 +26,7 @@ public final class ModelResponse {
     String finishReason;
     Duration delay = Duration.ZERO;
     Duration chunkDelay = Duration.ZERO;
+    Duration firstEventDelay = Duration.ZERO;
     int chunkSize = 4;
     Integer promptTokens;
     Integer completionTokens;
@@ -83,6 +84,16 @@ public final class ModelResponse {
         return r;
     }
 
+    /**
+     * For a stream: sends the response headers at once, then waits this long before the first event (a server that
+     * accepted the request and is still thinking).
+     */
+    public ModelResponse firstEventDelay(Duration firstEventDelay) {
+        ModelResponse r = copy();
+        r.firstEventDelay = firstEventDelay;
+        return r;
+    }
+
     /** Waits this long between two streamed events. */
     public ModelResponse chunkDelay(Duration chunkDelay) {
         ModelResponse r = copy();
@@ -131,6 +142,7 @@ public final class ModelResponse {
         r.finishReason = finishReason;
         r.delay = delay;
         r.chunkDelay = chunkDelay;
+        r.firstEventDelay = firstEventDelay;
         r.chunkSize = chunkSize;
         r.promptTokens = promptTokens;
         r.completionTokens = completionTokens;

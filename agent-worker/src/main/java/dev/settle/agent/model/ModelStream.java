@@ -39,7 +39,8 @@ import java.util.function.Consumer;
  * [backoff / 2, backoff] (backoff doubled per attempt), or the server's {@code Retry-After}
  * when it asks for longer. Any other 4xx (a bad request, a bad key) fails at once with the server's message, and
  * so does a Retry-After longer than the call timeout. A failure after output was streamed is not retried (that
- * would stream the text twice). An interrupt cancels the HTTP stream at once.
+ * would stream the text twice). An interrupt closes the HTTP exchange at once, in every phase: before the response
+ * headers, before the first token and mid-stream ({@link ModelCall}).
  */
 @Component
 public class ModelStream {
@@ -201,9 +202,11 @@ public class ModelStream {
             throws Exception {
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
         AtomicReference<StreamingHandle> handle = new AtomicReference<>();
+        ModelCall call = new ModelCall();
         control.whileStreaming(() -> {
             // settle the outcome first: cancelling makes the client report an error we must not mistake for one
             done.completeExceptionally(new TurnControl.Interrupted(control.interruptReason()));
+            call.cancel();
             StreamingHandle h = handle.get();
             if (h != null) {
                 h.cancel();
@@ -214,47 +217,9 @@ public class ModelStream {
             if (!tools.isEmpty()) {
                 request.toolSpecifications(tools);
             }
-            model.chat(request.build(), new StreamingChatResponseHandler() {
-                @Override
-                public void onPartialResponse(PartialResponse partial, PartialResponseContext context) {
-                    if (!keep(context.streamingHandle())) {
-                        return;
-                    }
-                    output.set(true);
-                    streamedChars.addAndGet(partial.text().length());
-                    deltas.accept(partial.text());
-                }
-
-                @Override
-                public void onPartialToolCall(PartialToolCall partial, PartialToolCallContext context) {
-                    keep(context.streamingHandle());
-                }
-
-                @Override
-                public void onPartialThinking(
-                        dev.langchain4j.model.chat.response.PartialThinking partial,
-                        dev.langchain4j.model.chat.response.PartialThinkingContext context) {
-                    keep(context.streamingHandle()); // a reasoning model's first fragments: cancellable too
-                }
-
-                private boolean keep(StreamingHandle h) {
-                    handle.set(h);
-                    if (done.isDone()) {
-                        h.cancel();
-                        return false;
-                    }
-                    return true;
-                }
-
-                @Override
-                public void onCompleteResponse(ChatResponse response) {
-                    done.complete(response);
-                }
-
-                @Override
-                public void onError(Throwable error) {
-                    done.completeExceptionally(error);
-                }
+            call.around(() -> {
+                model.chat(request.build(), handler(done, handle, output, streamedChars, deltas));
+                return null;
             });
             ChatResponse response;
             try {
@@ -265,6 +230,7 @@ public class ModelStream {
                 }
                 throw e;
             } catch (TimeoutException e) {
+                call.cancel();
                 StreamingHandle h = handle.get();
                 if (h != null) {
                     h.cancel();
@@ -282,6 +248,56 @@ public class ModelStream {
         } finally {
             control.streamEnded();
         }
+    }
+
+    private static StreamingChatResponseHandler handler(
+            CompletableFuture<ChatResponse> done,
+            AtomicReference<StreamingHandle> handle,
+            AtomicBoolean output,
+            AtomicInteger streamedChars,
+            Consumer<String> deltas) {
+        return new StreamingChatResponseHandler() {
+            @Override
+            public void onPartialResponse(PartialResponse partial, PartialResponseContext context) {
+                if (!keep(context.streamingHandle())) {
+                    return;
+                }
+                output.set(true);
+                streamedChars.addAndGet(partial.text().length());
+                deltas.accept(partial.text());
+            }
+
+            @Override
+            public void onPartialToolCall(PartialToolCall partial, PartialToolCallContext context) {
+                keep(context.streamingHandle());
+            }
+
+            @Override
+            public void onPartialThinking(
+                    dev.langchain4j.model.chat.response.PartialThinking partial,
+                    dev.langchain4j.model.chat.response.PartialThinkingContext context) {
+                keep(context.streamingHandle()); // a reasoning model's first fragments: cancellable too
+            }
+
+            private boolean keep(StreamingHandle h) {
+                handle.set(h);
+                if (done.isDone()) {
+                    h.cancel();
+                    return false;
+                }
+                return true;
+            }
+
+            @Override
+            public void onCompleteResponse(ChatResponse response) {
+                done.complete(response);
+            }
+
+            @Override
+            public void onError(Throwable error) {
+                done.completeExceptionally(error);
+            }
+        };
     }
 
     private static void checkStillWanted(TurnControl control) {
