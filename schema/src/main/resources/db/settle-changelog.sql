@@ -282,3 +282,7 @@ CREATE TABLE api_key (
 -- Idempotency keys are kept for a retention (SETTLE_IDEMPOTENCY_RETENTION, 24 h): the ingest API forgets older
 -- ones by walking this index forward from where its last purge ended.
 CREATE INDEX ix_message_created ON chat_message (created_at);
+
+--changeset settle:16-turn-cached-tokens
+-- The part of prompt_tokens a provider served from its prompt cache (OpenAI's usage.prompt_tokens_details.cached_tokens).
+ALTER TABLE chat_turn ADD COLUMN cached_tokens INT NOT NULL DEFAULT 0;

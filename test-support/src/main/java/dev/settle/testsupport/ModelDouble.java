@@ -42,6 +42,8 @@ public final class ModelDouble implements AutoCloseable {
     private volatile CountDownLatch hangGate = new CountDownLatch(1);
     private volatile Function<ModelRequest, ModelResponse> script = ModelDouble::echo;
     private final List<Disconnect> disconnects = new CopyOnWriteArrayList<>();
+    private final PrefixCache prefixCache = new PrefixCache();
+    private volatile boolean simulatePrefixCache;
     private final LocalHttpServer http;
     private final ClientFront front;
 
@@ -92,6 +94,15 @@ public final class ModelDouble implements AutoCloseable {
         return cancelled.get();
     }
 
+    /**
+     * Simulates a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching): every later answer
+     * reports {@code cached_tokens} = the longest common prefix of its messages with those of any earlier request,
+     * at {@value PrefixCache#CHARS_PER_TOKEN} characters per token (unless its script set a cached figure).
+     */
+    public void simulatePrefixCache(boolean on) {
+        simulatePrefixCache = on;
+    }
+
     /** Requests whose client left before their answer was complete, in the order the double noticed. */
     public List<Disconnect> disconnects() {
         return List.copyOf(disconnects);
@@ -135,6 +146,8 @@ public final class ModelDouble implements AutoCloseable {
         cancelled.set(0);
         lastCancelledAt = null;
         disconnects.clear();
+        prefixCache.clear();
+        simulatePrefixCache = false;
     }
 
     /**
@@ -173,12 +186,16 @@ public final class ModelDouble implements AutoCloseable {
             return;
         }
         requests.add(request);
+        int cached = prefixCache.remember(request);
         ModelResponse response;
         try {
             response = Objects.requireNonNull(script.apply(request), "script returned null");
         } catch (RuntimeException e) {
             log.warn("model double script failed on request {}", request.sequence(), e);
             response = ModelResponse.error(500, "model double script failed: " + e);
+        }
+        if (simulatePrefixCache && response.cachedTokens == null) {
+            response = response.cachedTokens(cached);
         }
         ClientFront.Connection connection =
                 front.connection(ex.getRemoteAddress().getPort());

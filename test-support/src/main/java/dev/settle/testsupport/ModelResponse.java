@@ -30,6 +30,7 @@ public final class ModelResponse {
     int chunkSize = 4;
     Integer promptTokens;
     Integer completionTokens;
+    Integer cachedTokens;
     String retryAfter;
 
     private ModelResponse(Kind kind) {
@@ -119,6 +120,23 @@ public final class ModelResponse {
         return r;
     }
 
+    /**
+     * Reported token usage with cached prompt tokens ({@code usage.prompt_tokens_details.cached_tokens}, part of
+     * {@code promptTokens}).
+     */
+    public ModelResponse usage(int promptTokens, int cachedTokens, int completionTokens) {
+        ModelResponse r = usage(promptTokens, completionTokens);
+        r.cachedTokens = cachedTokens;
+        return r;
+    }
+
+    /** Reported cached prompt tokens, leaving the other figures as they are. */
+    ModelResponse cachedTokens(int cachedTokens) {
+        ModelResponse r = copy();
+        r.cachedTokens = cachedTokens;
+        return r;
+    }
+
     /** Overrides the {@code finish_reason} (e.g. {@code "length"}). */
     public ModelResponse finishReason(String finishReason) {
         ModelResponse r = copy();
@@ -146,6 +164,7 @@ public final class ModelResponse {
         r.chunkSize = chunkSize;
         r.promptTokens = promptTokens;
         r.completionTokens = completionTokens;
+        r.cachedTokens = cachedTokens;
         r.retryAfter = retryAfter;
         return r;
     }

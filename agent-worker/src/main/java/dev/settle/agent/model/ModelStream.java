@@ -13,6 +13,8 @@ import dev.langchain4j.model.chat.response.PartialToolCall;
 import dev.langchain4j.model.chat.response.PartialToolCallContext;
 import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.chat.response.StreamingHandle;
+import dev.langchain4j.model.openai.OpenAiTokenUsage;
+import dev.langchain4j.model.output.TokenUsage;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.TurnControl;
@@ -46,8 +48,12 @@ import java.util.function.Consumer;
 public class ModelStream {
     private static final Logger log = LoggerFactory.getLogger(ModelStream.class);
 
-    /** The model's message and its token usage; {@code streamedChars} counts the text deltas delivered. */
-    public record Result(AiMessage message, int promptTokens, int completionTokens) {}
+    /**
+     * The model's message and its token usage as the server reported it: prompt tokens, the part of them served from
+     * the provider's prompt cache (OpenAI's {@code usage.prompt_tokens_details.cached_tokens}, which compatible servers
+     * such as vLLM report too; 0 when absent), and completion tokens.
+     */
+    public record Result(AiMessage message, int promptTokens, int cachedTokens, int completionTokens) {}
 
     public static class ModelFailedException extends RuntimeException {
         ModelFailedException(String message, Throwable cause) {
@@ -240,14 +246,21 @@ public class ModelStream {
                 Thread.currentThread().interrupt();
                 throw new LeaseLostException();
             }
-            Integer in =
-                    response.tokenUsage() == null ? null : response.tokenUsage().inputTokenCount();
-            Integer out =
-                    response.tokenUsage() == null ? null : response.tokenUsage().outputTokenCount();
-            return new Result(response.aiMessage(), in == null ? 0 : in, out == null ? 0 : out);
+            return result(response);
         } finally {
             control.streamEnded();
         }
+    }
+
+    static Result result(ChatResponse response) {
+        TokenUsage usage = response.tokenUsage();
+        Integer in = usage == null ? null : usage.inputTokenCount();
+        Integer out = usage == null ? null : usage.outputTokenCount();
+        Integer cached = usage instanceof OpenAiTokenUsage openAi && openAi.inputTokensDetails() != null
+                ? openAi.inputTokensDetails().cachedTokens()
+                : null;
+        return new Result(
+                response.aiMessage(), in == null ? 0 : in, cached == null ? 0 : cached, out == null ? 0 : out);
     }
 
     private static StreamingChatResponseHandler handler(
