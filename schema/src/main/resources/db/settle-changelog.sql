@@ -286,3 +286,9 @@ CREATE INDEX ix_message_created ON chat_message (created_at);
 --changeset settle:16-turn-cached-tokens
 -- The part of prompt_tokens a provider served from its prompt cache (OpenAI's usage.prompt_tokens_details.cached_tokens).
 ALTER TABLE chat_turn ADD COLUMN cached_tokens INT NOT NULL DEFAULT 0;
+
+--changeset settle:16-tool-execution-position
+-- Where a call sits in the conversation, so that every later prompt shows it exactly where the model made it:
+-- which model call of its turn made it (calls of one model call form one assistant message), and the last version
+-- its turn answered (the call and its result come after the messages up to that version, before any newer one).
+ALTER TABLE tool_execution ADD COLUMN model_call INT NULL, ADD COLUMN answers_version BIGINT NULL;

@@ -94,11 +94,22 @@ public class ExactlyOnceToolExecutor {
         private final Map<String, Integer> seen = new HashMap<>();
         private ToolExecutionRequest currentRequest;
         private String currentKey;
+        private Integer modelCall;
+        private Long answersVersion;
 
         TurnTools(SessionLease.Lease lease, long turnId, long spanFrom) {
             this.lease = lease;
             this.turnId = turnId;
             this.spanFrom = spanFrom;
+        }
+
+        /**
+         * Where the calls executed next sit in the conversation: made by model call {@code modelCall} of this turn,
+         * which answers the messages up to {@code answersVersion}.
+         */
+        public void position(int modelCall, long answersVersion) {
+            this.modelCall = modelCall;
+            this.answersVersion = answersVersion;
         }
 
         /** @return the result text the model gets for this call (an error text when it failed) */
@@ -134,7 +145,9 @@ public class ExactlyOnceToolExecutor {
                     recorded,
                     ordinal,
                     sideEffect,
-                    lease.token()));
+                    lease.token(),
+                    modelCall,
+                    answersVersion));
             if (row == null) {
                 throw new LeaseLostException();
             }

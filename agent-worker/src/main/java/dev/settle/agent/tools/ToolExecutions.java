@@ -29,8 +29,9 @@ import java.util.function.Supplier;
 public class ToolExecutions {
     static final String INSERT = """
             INSERT INTO tool_execution (session_id, turn_id, span_from, idem_key, call_id, tool_name, arguments_json,
-                                        ordinal, side_effect, status, lease_token, created_at)
-            SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, UTC_TIMESTAMP(6)
+                                        ordinal, side_effect, status, lease_token, model_call, answers_version,
+                                        created_at)
+            SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?, UTC_TIMESTAMP(6)
               FROM chat_session s WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
 
     static final String BY_KEY = "SELECT * FROM tool_execution WHERE idem_key = ?";
@@ -106,7 +107,10 @@ public class ToolExecutions {
              WHERE session_id = ? AND span_from >= ? AND status IN ('COMPLETED', 'FAILED')
              ORDER BY id""";
 
-    /** One row. */
+    /**
+     * One row. {@code modelCall} (which model call of turn {@code turnId} made it) and {@code answersVersion} (the last
+     * version that turn answered) place it in later prompts; null for a row made without them.
+     */
     public record Execution(
             long id,
             long sessionId,
@@ -118,7 +122,40 @@ public class ToolExecutions {
             String status,
             boolean retryable,
             String result,
-            String leaseToken) {
+            String leaseToken,
+            Integer modelCall,
+            Long answersVersion,
+            long turnId) {
+        /** A row whose place in the conversation is not recorded. */
+        public Execution(
+                long id,
+                long sessionId,
+                long spanFrom,
+                String idemKey,
+                String callId,
+                String toolName,
+                String argumentsJson,
+                String status,
+                boolean retryable,
+                String result,
+                String leaseToken) {
+            this(
+                    id,
+                    sessionId,
+                    spanFrom,
+                    idemKey,
+                    callId,
+                    toolName,
+                    argumentsJson,
+                    status,
+                    retryable,
+                    result,
+                    leaseToken,
+                    null,
+                    null,
+                    0);
+        }
+
         public boolean done() {
             return "COMPLETED".equals(status) || ("FAILED".equals(status) && !retryable);
         }
@@ -135,7 +172,10 @@ public class ToolExecutions {
             rs.getString("status"),
             rs.getBoolean("retryable"),
             rs.getString("result"),
-            rs.getString("lease_token"));
+            rs.getString("lease_token"),
+            rs.getObject("model_call", Integer.class),
+            rs.getObject("answers_version", Long.class),
+            rs.getLong("turn_id"));
 
     private static final Logger log = LoggerFactory.getLogger(ToolExecutions.class);
     /** ER_LOCK_DEADLOCK: InnoDB rolled the statement's transaction back to break a cycle. */
@@ -215,8 +255,10 @@ public class ToolExecutions {
                                 ps.setInt(7, call.ordinal());
                                 ps.setBoolean(8, call.sideEffect());
                                 ps.setString(9, call.leaseToken());
-                                ps.setLong(10, call.sessionId());
-                                ps.setString(11, call.leaseToken());
+                                ps.setObject(10, call.modelCall());
+                                ps.setObject(11, call.answersVersion());
+                                ps.setLong(12, call.sessionId());
+                                ps.setString(13, call.leaseToken());
                                 return ps;
                             },
                             keys));
@@ -298,5 +340,34 @@ public class ToolExecutions {
             String argumentsJson,
             int ordinal,
             boolean sideEffect,
-            String leaseToken) {}
+            String leaseToken,
+            Integer modelCall,
+            Long answersVersion) {
+        /** A call whose place in the conversation is not recorded (it goes at the end of its span). */
+        public Call(
+                long sessionId,
+                long turnId,
+                long spanFrom,
+                String idemKey,
+                String callId,
+                String toolName,
+                String argumentsJson,
+                int ordinal,
+                boolean sideEffect,
+                String leaseToken) {
+            this(
+                    sessionId,
+                    turnId,
+                    spanFrom,
+                    idemKey,
+                    callId,
+                    toolName,
+                    argumentsJson,
+                    ordinal,
+                    sideEffect,
+                    leaseToken,
+                    null,
+                    null);
+        }
+    }
 }

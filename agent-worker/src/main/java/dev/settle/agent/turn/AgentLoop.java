@@ -127,7 +127,9 @@ public class AgentLoop {
             if (!ai.hasToolExecutionRequests() || last) {
                 return text.toString();
             }
-            messages.add(ai);
+            // the calls alone, as every later prompt renders them from their rows: the requests stay prefix-stable
+            messages.add(AiMessage.from(ai.toolExecutionRequests()));
+            turnTools.position(round, turn.toVersion());
             for (ToolExecutionRequest call : ai.toolExecutionRequests()) {
                 if (!control.leaseAlive()) {
                     throw new LeaseLostException();
