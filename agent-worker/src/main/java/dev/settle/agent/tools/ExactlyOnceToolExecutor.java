@@ -160,7 +160,7 @@ public class ExactlyOnceToolExecutor {
                         spanFrom);
                 return row.result();
             }
-            ToolExecutions.Start start = startWhenFree(row.id());
+            ToolExecutions.Start start = startWhenFree(row.id(), truncate(callId, 100));
             if (start == ToolExecutions.Start.IN_FLIGHT) {
                 log.warn(
                         "tool execution {}: an earlier attempt still holds it after {}; not applied by this turn",
@@ -177,7 +177,7 @@ public class ExactlyOnceToolExecutor {
                 throw new LeaseLostException();
             }
             currentRequest = ToolExecutionRequest.builder()
-                    .id(row.callId())
+                    .id(truncate(callId, 100))
                     .name(name)
                     .arguments(recorded)
                     .build();
@@ -204,10 +204,11 @@ public class ExactlyOnceToolExecutor {
          * Takes the call over; while an earlier attempt's transaction holds it, polls (never a blocking lock wait)
          * for at most {@link #inFlightWait}.
          */
-        private ToolExecutions.Start startWhenFree(long executionId) {
+        private ToolExecutions.Start startWhenFree(long executionId, String callId) {
             long deadline = System.nanoTime() + inFlightWait.toNanos();
             while (true) {
-                ToolExecutions.Start start = executions.tryStart(executionId, turnId, lease.token());
+                ToolExecutions.Start start =
+                        executions.tryStart(executionId, turnId, lease.token(), callId, modelCall, answersVersion);
                 if (start != ToolExecutions.Start.IN_FLIGHT || System.nanoTime() - deadline > 0) {
                     return start;
                 }

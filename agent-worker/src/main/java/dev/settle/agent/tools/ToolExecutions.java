@@ -51,10 +51,15 @@ public class ToolExecutions {
     static final String LOCK_OWN = """
             SELECT id FROM tool_execution WHERE id = ? AND status = 'EXECUTING' AND lease_token = ? FOR UPDATE""";
 
-    /** Take a call over: ours now (a dead holder's EXECUTING, a reaped retryable FAILED, a PENDING). */
+    /**
+     * Take a call over: ours now (a dead holder's EXECUTING, a reaped retryable FAILED, a PENDING). The call sits
+     * where the taking turn's model made it (its call id and position, when given).
+     */
     static final String START = """
             UPDATE tool_execution t JOIN chat_session s ON s.id = t.session_id
                SET t.status = 'EXECUTING', t.lease_token = ?, t.turn_id = ?, t.started_at = UTC_TIMESTAMP(6),
+                   t.call_id = COALESCE(?, t.call_id), t.model_call = COALESCE(?, t.model_call),
+                   t.answers_version = COALESCE(?, t.answers_version),
                    t.retryable = FALSE, t.result = NULL, t.ended_at = NULL
              WHERE t.id = ? AND (t.status IN ('PENDING', 'EXECUTING') OR (t.status = 'FAILED' AND t.retryable))
                AND\s""" + SessionRules.LEASE_OURS;
@@ -285,13 +290,22 @@ public class ToolExecutions {
      * the row is locked with {@code SKIP LOCKED} first, then moved ({@link #START}).
      */
     public Start tryStart(long id, long turnId, String leaseToken) {
+        return tryStart(id, turnId, leaseToken, null, null, null);
+    }
+
+    /** {@link #tryStart(long, long, String)}, placing the call where the taking turn's model made it. */
+    public Start tryStart(
+            long id, long turnId, String leaseToken, String callId, Integer modelCall, Long answersVersion) {
         return statement(
                 "start",
                 () -> tx.execute(status -> {
                     if (jdbc.queryForList(LOCK_IF_FREE, Long.class, id).isEmpty()) {
                         return Start.IN_FLIGHT;
                     }
-                    return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1 ? Start.STARTED : Start.REFUSED;
+                    return jdbc.update(START, leaseToken, turnId, callId, modelCall, answersVersion, id, leaseToken)
+                                    == 1
+                            ? Start.STARTED
+                            : Start.REFUSED;
                 }));
     }
 
