@@ -104,6 +104,12 @@ class ModelCutTest {
                 .until(() -> model.disconnect(1), Optional::isPresent)
                 .orElseThrow();
         assertEquals(TurnOutcome.DISCARDED, turn.orTimeout(5, TimeUnit.SECONDS).join());
+        org.slf4j.LoggerFactory.getLogger(ModelCutTest.class)
+                .info(
+                        "model connection closed {} ms after the newer message's commit ({} bytes, {} events sent)",
+                        Duration.between(committed, cut.at()).toMillis(),
+                        cut.bytesSent(),
+                        cut.eventsSent());
         assertEquals(1, model.requestCount(), "an interrupted call is not retried");
         assertEquals(1, model.cancelledCount());
         assertTrue(
