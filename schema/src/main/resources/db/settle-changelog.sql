@@ -293,6 +293,7 @@ ALTER TABLE debounce_timer
   ADD COLUMN last_message_at DATETIME(6) NULL,
   ADD COLUMN typing_at       DATETIME(6) NULL,
   ADD COLUMN held_until      DATETIME(6) NULL;
+
 --changeset settle:16-debounce-timer-window-cause
 -- Which window set the timer's fire_at: 'base' (the configured window) or 'learned' (the session's adaptive one).
 -- Rows armed without one (the sweeper, the agent's re-arm) use the base window.
@@ -323,3 +324,13 @@ CREATE TABLE tenant_pacing (
   updated_at DATETIME(6)  NOT NULL,
   PRIMARY KEY (tenant_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:16-turn-cached-tokens
+-- The part of prompt_tokens a provider served from its prompt cache (OpenAI's usage.prompt_tokens_details.cached_tokens).
+ALTER TABLE chat_turn ADD COLUMN cached_tokens INT NOT NULL DEFAULT 0;
+
+--changeset settle:16-tool-execution-position
+-- Where a call sits in the conversation, so that every later prompt shows it exactly where the model made it:
+-- which model call of its turn made it (calls of one model call form one assistant message), and the last version
+-- its turn answered (the call and its result come after the messages up to that version, before any newer one).
+ALTER TABLE tool_execution ADD COLUMN model_call INT NULL, ADD COLUMN answers_version BIGINT NULL;

@@ -155,7 +155,7 @@ class TimerFirerTest {
         KafkaTemplate<String, String> broker = kafka(SharedInfra.kafkaBootstrap());
         try (ReadyEvents ready = new ReadyEvents()) {
             assertThat(firer(broker, meters).fireDue()).isEqualTo(1);
-            assertThat(meters.counter("settle.debounce.fires", "cause", "typing")
+            assertThat(meters.counter("settle.debounce.fires", "cause", "typing", "window", "base")
                             .count())
                     .isEqualTo(1.0);
             ready.drainToEnd();
