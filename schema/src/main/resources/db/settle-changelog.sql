@@ -282,3 +282,55 @@ CREATE TABLE api_key (
 -- Idempotency keys are kept for a retention (SETTLE_IDEMPOTENCY_RETENTION, 24 h): the ingest API forgets older
 -- ones by walking this index forward from where its last purge ended.
 CREATE INDEX ix_message_created ON chat_message (created_at);
+
+--changeset settle:16-debounce-timer-typing
+-- Typing signals hold an armed timer (DebounceTimers, TypingHolds). window_fire_at: when the messages alone
+-- would fire it (NULL = fire_at, the row was never held). last_message_at: database time of the latest message
+-- the timer armed for; a signal from before it is stale. typing_at: database time of the latest signal that
+-- holds the timer, held_until = typing_at + the typing hold (both NULL = no hold; a newer message clears them).
+ALTER TABLE debounce_timer
+  ADD COLUMN window_fire_at  DATETIME(6) NULL,
+  ADD COLUMN last_message_at DATETIME(6) NULL,
+  ADD COLUMN typing_at       DATETIME(6) NULL,
+  ADD COLUMN held_until      DATETIME(6) NULL;
+
+--changeset settle:16-debounce-timer-window-cause
+-- Which window set the timer's fire_at: 'base' (the configured window) or 'learned' (the session's adaptive one).
+-- Rows armed without one (the sweeper, the agent's re-arm) use the base window.
+ALTER TABLE debounce_timer
+  ADD COLUMN window_cause VARCHAR(16) NOT NULL DEFAULT 'base';
+
+--changeset settle:16-session-pacing
+-- What the debounce worker learned of a session's pauses (PacingRule): the ring of its last samples in ms,
+-- comma-separated, oldest first; the window its latest message armed with and its cause ('base' | 'learned');
+-- that message's time and how many messages its burst had so far. Hints: rewritten by a plain upsert.
+CREATE TABLE session_pacing (
+  session_id      BIGINT       NOT NULL,
+  samples         VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  window_micros   BIGINT       NOT NULL,
+  window_cause    VARCHAR(16)  NOT NULL,
+  last_message_at DATETIME(6)  NOT NULL,
+  burst_messages  INT          NOT NULL,
+  updated_at      DATETIME(6)  NOT NULL,
+  PRIMARY KEY (session_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:16-tenant-pacing
+-- The same ring over all of a tenant's sessions: a session with fewer than 3 samples of its own uses it.
+-- Appended to in one statement, so concurrent sessions of a tenant never overwrite each other's samples.
+CREATE TABLE tenant_pacing (
+  tenant_id  VARCHAR(64)  NOT NULL,
+  samples    VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  updated_at DATETIME(6)  NOT NULL,
+  PRIMARY KEY (tenant_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+--changeset settle:16-turn-cached-tokens
+-- The part of prompt_tokens a provider served from its prompt cache (OpenAI's usage.prompt_tokens_details.cached_tokens).
+ALTER TABLE chat_turn ADD COLUMN cached_tokens INT NOT NULL DEFAULT 0;
+
+--changeset settle:16-tool-execution-position
+-- Where a call sits in the conversation, so that every later prompt shows it exactly where the model made it:
+-- which model call of its turn made it (calls of one model call form one assistant message), and the last version
+-- its turn answered (the call and its result come after the messages up to that version, before any newer one).
+ALTER TABLE tool_execution ADD COLUMN model_call INT NULL, ADD COLUMN answers_version BIGINT NULL;

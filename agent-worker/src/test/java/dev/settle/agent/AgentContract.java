@@ -163,7 +163,7 @@ abstract class AgentContract {
         Turns turns = context.getBean(Turns.class);
         Long turn = turns.begin(lease, snapshot.fromVersion(), snapshot.toVersion(), snapshot.abandoned());
         assertNotNull(turn);
-        turns.countCall(lease, turn, 10, 5);
+        turns.countCall(lease, turn, 10, 4, 5);
 
         TurnStream stream = context.getBean(TurnStreams.class).open(lease, turn);
         stream.delta("Hello, ");
@@ -182,6 +182,7 @@ abstract class AgentContract {
                         session));
         assertEquals("COMMITTED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turn));
         assertEquals(15, count("SELECT prompt_tokens + completion_tokens FROM chat_turn WHERE id = ?", turn));
+        assertEquals(4, count("SELECT cached_tokens FROM chat_turn WHERE id = ?", turn));
         assertEquals(
                 1, count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ? AND status = 'PENDING'", session));
         assertEquals(
@@ -229,6 +230,13 @@ abstract class AgentContract {
                 count(
                         "SELECT COUNT(*) FROM debounce_timer WHERE session_id = ? AND armed_version = 4 AND armed_by = 'agent'",
                         session));
+        assertEquals(
+                1,
+                count(
+                        "SELECT COUNT(*) FROM debounce_timer d JOIN chat_session s ON s.id = d.session_id"
+                                + " WHERE d.session_id = ? AND d.last_message_at = s.last_message_at",
+                        session),
+                "the re-armed timer remembers the last message, so that older typing signals do not hold it");
     }
 
     @Test

@@ -93,6 +93,7 @@ class AgentTurnTest {
         ExactlyOnceToolExecutor.TurnTools tools =
                 demo.bean(ExactlyOnceToolExecutor.class).forTurn(lease, turnId, 1);
         assertEquals(1, first.aiMessage().toolExecutionRequests().size());
+        tools.position(1, 1); // as the agent loop records it: model call 1 of a turn answering version 1
         assertEquals(
                 "booked 4.00 under coffee",
                 tools.execute(first.aiMessage().toolExecutionRequests().getFirst()));

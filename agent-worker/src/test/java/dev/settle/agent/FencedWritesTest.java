@@ -161,18 +161,18 @@ class FencedWritesTest {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
         long turnId = turns.begin(lease, 1, 1);
-        turns.countCall(lease, turnId, 10, 20);
+        turns.countCall(lease, turnId, 10, 0, 20);
         assertEquals(List.of(1, 10, 20), counters(turnId), "the live holder counts");
 
         // expired, nobody took over yet: the holder is already dead
         expireIn(session, Duration.ofSeconds(-1));
-        turns.countCall(lease, turnId, 10, 20);
+        turns.countCall(lease, turnId, 10, 0, 20);
         assertEquals(List.of(1, 10, 20), counters(turnId));
 
         // taken over: the old token still matches the turn row, not the session's lease
         SessionLease.Lease successor = leases.claim(session);
         assertNotNull(successor);
-        turns.countCall(lease, turnId, 10, 20);
+        turns.countCall(lease, turnId, 10, 0, 20);
         assertEquals(List.of(1, 10, 20), counters(turnId));
         leases.release(successor);
     }

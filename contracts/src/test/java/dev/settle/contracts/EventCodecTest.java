@@ -25,8 +25,16 @@ class EventCodecTest {
     }
 
     @Test
+    void typing_signal_round_trips_with_microsecond_times() {
+        TypingSignal event = new TypingSignal(42, ACCEPTED);
+        assertThat(EventCodec.encode(event)).contains("\"sessionId\":42", "\"signalAt\"");
+        assertThat(EventCodec.decode(EventCodec.encode(event), TypingSignal.class))
+                .isEqualTo(event);
+    }
+
+    @Test
     void session_ready_round_trips_for_every_cause() {
-        for (String cause : new String[] {"window", "maxwait", "sweeper"}) {
+        for (String cause : new String[] {"window", "typing", "maxwait", "sweeper"}) {
             SessionReady event = new SessionReady(Long.MAX_VALUE, 12, cause, ACCEPTED);
             assertThat(EventCodec.decode(EventCodec.encode(event), SessionReady.class))
                     .isEqualTo(event);

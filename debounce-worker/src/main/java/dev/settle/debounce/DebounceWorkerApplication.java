@@ -25,7 +25,12 @@ import java.util.Map;
  */
 @SpringBootApplication
 @Import({Topology.class, Operations.class})
-@EnableConfigurationProperties({DebounceTiming.class, DebounceSettings.class, SweeperSettings.class})
+@EnableConfigurationProperties({
+    DebounceTiming.class,
+    DebounceSettings.class,
+    PacingSettings.class,
+    SweeperSettings.class
+})
 public class DebounceWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {

@@ -5,6 +5,7 @@ import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionRules;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -31,9 +32,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * <ol>
  *   <li>Begin a short transaction and lock up to {@code batchSize} due rows
  *       ({@code fire_at <= UTC_TIMESTAMP(6)}) with {@code FOR UPDATE SKIP LOCKED} ({@link #LOCK_DUE}); rows
- *       another instance holds are skipped, not waited for. The cause is derived in the same statement:
- *       {@code sweeper} if the sweeper armed it, {@code maxwait} if fire_at reached deadline_at, else
- *       {@code window}; {@code firedAt} is the database clock.</li>
+ *       another instance holds are skipped, not waited for. The cause is derived in the same statement
+ *       ({@link SessionRules#TIMER_CAUSE}: {@code sweeper}, {@code maxwait}, {@code typing} or {@code window});
+ *       {@code firedAt} is the database clock. The kind of window that set the row
+ *       ({@code window_cause}: base or learned) tags the fire's metric, not the event.</li>
  *   <li>Publish one SessionReady per row, keyed by the session id, and wait for the broker's acks.</li>
  *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each), record
  *       where its burst ended ({@link #RECORD_BURST_END}: the version the timer had seen) and commit.</li>
@@ -57,15 +59,13 @@ public class TimerFirer extends PeriodicTask {
     /** The longest pause after failed rounds (the backoff starts at 100 ms and doubles up to this). */
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(2);
 
-    static final String LOCK_DUE = """
-            SELECT session_id, fire_at, armed_version,
-                   CASE WHEN armed_by = 'sweeper' THEN 'sweeper'
-                        WHEN fire_at >= deadline_at THEN 'maxwait'
-                        ELSE 'window' END AS cause,
+    static final String LOCK_DUE =
+            "SELECT d.session_id, d.fire_at, d.armed_version, " + SessionRules.TIMER_CAUSE + " AS cause, " + """
+                   d.window_cause,
                    UTC_TIMESTAMP(6) AS fired_at
-              FROM debounce_timer
-             WHERE fire_at <= UTC_TIMESTAMP(6)
-             ORDER BY fire_at
+              FROM debounce_timer d
+             WHERE d.fire_at <= UTC_TIMESTAMP(6)
+             ORDER BY d.fire_at
              LIMIT :batchSize
                FOR UPDATE SKIP LOCKED
             """;
@@ -86,7 +86,8 @@ public class TimerFirer extends PeriodicTask {
             VALUES (:sessionId, :version, UTC_TIMESTAMP(6))
             """;
 
-    private record DueTimer(long sessionId, LocalDateTime fireAt, long version, String cause, Instant firedAt) {}
+    private record DueTimer(
+            long sessionId, LocalDateTime fireAt, long version, String cause, String windowCause, Instant firedAt) {}
 
     private final JdbcClient jdbc;
     private final TransactionTemplate tx;
@@ -125,6 +126,7 @@ public class TimerFirer extends PeriodicTask {
                             rs.getObject("fire_at", LocalDateTime.class),
                             rs.getLong("armed_version"),
                             rs.getString("cause"),
+                            rs.getString("window_cause"),
                             DbTime.instant(rs, "fired_at")))
                     .list();
             if (due.isEmpty()) {
@@ -152,12 +154,16 @@ public class TimerFirer extends PeriodicTask {
         return count;
     }
 
-    /** Counts {@code settle.debounce.fires{cause}} once the fire committed (a rolled-back round fires again). */
+    /**
+     * Counts {@code settle.debounce.fires{cause,window}} once the fire committed (a rolled-back round fires again):
+     * {@code window} is the kind of window that set the timer ({@code base} or {@code learned}, see
+     * {@link SessionPacing}).
+     */
     private void afterCommit(List<DueTimer> due) {
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
             @Override
             public void afterCommit() {
-                due.forEach(t -> meters.counter("settle.debounce.fires", "cause", t.cause())
+                due.forEach(t -> meters.counter("settle.debounce.fires", "cause", t.cause(), "window", t.windowCause())
                         .increment());
             }
         });

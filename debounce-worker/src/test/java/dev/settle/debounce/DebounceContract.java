@@ -33,7 +33,7 @@ abstract class DebounceContract {
     /** Long enough that no timer armed by a message becomes due during the suite. */
     static final DebounceTiming TIMING = new DebounceTiming(Duration.ofHours(1), Duration.ofHours(2));
 
-    static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
+    static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3));
 
     HikariDataSource dataSource;
     JdbcClient jdbc;
@@ -70,8 +70,36 @@ abstract class DebounceContract {
     }
 
     @Test
+    void adaptive_arming_keeps_the_sessions_pacing_and_appends_to_its_tenants_ring() {
+        DebounceTimers timers = TestTimers.adaptive(jdbc, TIMING);
+        long session = sessions.create();
+        for (int i = 0; i < 3; i++) {
+            assertThat(timers.arm(sessions.accept(session))).isTrue();
+        }
+        Map<String, Object> pacing = jdbc.sql(
+                        "SELECT samples, window_micros, window_cause, burst_messages FROM session_pacing WHERE session_id = :id")
+                .param("id", session)
+                .query()
+                .singleRow();
+        assertThat(PacingRule.parse((String) pacing.get("samples"))).hasSize(2);
+        assertThat(((Number) pacing.get("window_micros")).longValue()).isEqualTo(TIMING.windowMicros());
+        assertThat(pacing.get("window_cause")).isEqualTo("base");
+        assertThat(((Number) pacing.get("burst_messages")).intValue()).isEqualTo(3);
+        String ring = jdbc.sql("SELECT samples FROM tenant_pacing WHERE tenant_id = 'test'")
+                .query(String.class)
+                .single();
+        assertThat(ring).endsWith((String) pacing.get("samples"));
+        assertThat(PacingRule.parse(ring).size()).isBetween(2, PacingRule.SAMPLES);
+        assertThat(jdbc.sql("SELECT window_cause FROM debounce_timer WHERE session_id = :id")
+                        .param("id", session)
+                        .query(String.class)
+                        .single())
+                .isEqualTo("base");
+    }
+
+    @Test
     void arming_inserts_then_extends_the_window_never_past_the_deadline_and_skips_answered_versions() {
-        DebounceTimers timers = new DebounceTimers(jdbc, TIMING);
+        DebounceTimers timers = TestTimers.fixed(jdbc, TIMING);
         long session = sessions.create();
         MessageAccepted first = sessions.accept(session);
         assertThat(timers.arm(first)).isTrue();
@@ -155,7 +183,7 @@ abstract class DebounceContract {
         Instant old = sessions.dbNow().minusSeconds(60);
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long armed = sessions.insert(2, 0, 0, old, old, null, null);
-        new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(armed, 2, old, old));
+        TestTimers.fixed(jdbc, TIMING).arm(new MessageAccepted(armed, 2, old, old));
         Sessions.Timer before = sessions.timer(armed).orElseThrow();
 
         assertThat(sweeper.sweep()).isEqualTo(1);

@@ -32,7 +32,7 @@ class DebounceTimersTest {
         dataSource = Databases.migrated("timers");
         jdbc = JdbcClient.create(dataSource);
         sessions = new Sessions(jdbc);
-        timers = new DebounceTimers(jdbc, new DebounceTiming(WINDOW, MAXWAIT));
+        timers = TestTimers.fixed(jdbc, new DebounceTiming(WINDOW, MAXWAIT));
     }
 
     @AfterAll

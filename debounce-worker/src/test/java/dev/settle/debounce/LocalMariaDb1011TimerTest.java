@@ -31,7 +31,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class LocalMariaDb1011TimerTest {
     private static final DebounceTiming TIMING = new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10));
-    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
+    private static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3));
 
     @Test
     void a_timer_armed_with_microseconds_keeps_them_and_fires_exactly_once() {
@@ -48,7 +49,7 @@ class LocalMariaDb1011TimerTest {
                     .minusSeconds(1)
                     .truncatedTo(ChronoUnit.SECONDS)
                     .plusNanos(123_456_000);
-            assertThat(new DebounceTimers(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted)))
+            assertThat(TestTimers.fixed(jdbc, TIMING).arm(new MessageAccepted(session, 1, accepted, accepted)))
                     .isTrue();
             assertThat(sessions.timer(session))
                     .get()

@@ -67,7 +67,7 @@ class RowLockChainTest {
         long session = sessions.insert(2, 0, 0, old, old, null, null);
         armDueTimer(session);
         DebounceTimers timers =
-                new DebounceTimers(jdbc, new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10)));
+                TestTimers.adaptive(jdbc, new DebounceTiming(Duration.ofMillis(600), Duration.ofSeconds(10)));
 
         whileTheFirerHoldsTheTimer(session, () -> timers.arm(new MessageAccepted(session, 2, old, old)), true);
 

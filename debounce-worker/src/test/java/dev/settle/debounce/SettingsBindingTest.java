@@ -34,9 +34,20 @@ class SettingsBindingTest {
         assertThat(binder.bindOrCreate("settle.debounce", DebounceTiming.class))
                 .isEqualTo(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)));
         assertThat(binder.bindOrCreate("settle.debounce", DebounceSettings.class))
-                .isEqualTo(new DebounceSettings(Duration.ofMillis(20), 200));
+                .isEqualTo(new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3)));
         assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class))
                 .isEqualTo(new SweeperSettings(Duration.ofSeconds(2), Duration.ofSeconds(5)));
+        PacingSettings pacing = binder.bindOrCreate("settle.debounce", PacingSettings.class);
+        assertThat(pacing).isEqualTo(new PacingSettings(true, null));
+        assertThat(pacing.maxwindow(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10))))
+                .isEqualTo(Duration.ofSeconds(4));
+    }
+
+    @Test
+    void the_adaptive_window_is_set_by_SETTLE_DEBOUNCE_ADAPTIVE_and_SETTLE_DEBOUNCE_MAXWINDOW() {
+        Binder binder = binder(Map.of("SETTLE_DEBOUNCE_ADAPTIVE", "false", "SETTLE_DEBOUNCE_MAXWINDOW", "3s"));
+        assertThat(binder.bindOrCreate("settle.debounce", PacingSettings.class))
+                .isEqualTo(new PacingSettings(false, Duration.ofSeconds(3)));
     }
 
     @Test

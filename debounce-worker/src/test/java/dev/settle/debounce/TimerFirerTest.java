@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.contracts.SessionReady;
 import dev.settle.schema.DbTime;
 import dev.settle.testsupport.SharedInfra;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -27,7 +28,8 @@ import static org.assertj.core.api.Assertions.tuple;
 
 /** One firing round at a time (no loop): the cause of each fire, and what stays when publishing fails. */
 class TimerFirerTest {
-    private static final DebounceSettings SETTINGS = new DebounceSettings(Duration.ofMillis(20), 200);
+    private static final DebounceSettings SETTINGS =
+            new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3));
 
     private static HikariDataSource dataSource;
     private static JdbcClient jdbc;
@@ -49,11 +51,12 @@ class TimerFirerTest {
         return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS, meters);
     }
 
-    /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper. */
+    /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper (whatever their window tag). */
     private static List<Double> fires(MeterRegistry meters) {
         return List.of("window", "maxwait", "sweeper").stream()
-                .map(cause ->
-                        meters.counter("settle.debounce.fires", "cause", cause).count())
+                .map(cause -> meters.find("settle.debounce.fires").tag("cause", cause).counters().stream()
+                        .mapToDouble(Counter::count)
+                        .sum())
                 .toList();
     }
 
@@ -88,6 +91,9 @@ class TimerFirerTest {
         timer(maxwait, now.minusMillis(3), now.minusMillis(3), 7, "message");
         timer(sweeper, now.minusMillis(1), now.minusMillis(1), 4, "sweeper");
         timer(notDue, now.plusSeconds(3600), now.plusSeconds(3600), 1, "message");
+        jdbc.sql("UPDATE debounce_timer SET window_cause = 'learned' WHERE session_id = :id")
+                .param("id", window)
+                .update();
         List<Long> due = List.of(window, maxwait, sweeper);
 
         MeterRegistry meters = new SimpleMeterRegistry();
@@ -110,6 +116,17 @@ class TimerFirerTest {
             assertThat(fires(meters))
                     .as("fires by cause: window, maxwait, sweeper")
                     .containsExactly(1.0, 1.0, 1.0);
+            assertThat(meters.find("settle.debounce.fires")
+                            .tags("cause", "window", "window", "learned")
+                            .counter()
+                            .count())
+                    .as("the fire of a learned window is tagged with it")
+                    .isEqualTo(1.0);
+            assertThat(meters.find("settle.debounce.fires")
+                            .tags("cause", "maxwait", "window", "base")
+                            .counter()
+                            .count())
+                    .isEqualTo(1.0);
 
             assertThat(sessions.timers(due)).isZero();
             assertThat(sessions.timer(notDue)).isPresent();
@@ -119,6 +136,32 @@ class TimerFirerTest {
                     .containsExactlyInAnyOrder(
                             tuple(window, 2L, "window"), tuple(maxwait, 7L, "maxwait"), tuple(sweeper, 4L, "sweeper"));
             assertThat(ready.of(due)).extracting(SessionReady::firedAt).allMatch(t -> !t.isBefore(before));
+        } finally {
+            broker.destroy();
+        }
+    }
+
+    @Test
+    void a_timer_a_typing_signal_held_fires_with_cause_typing() {
+        Instant now = sessions.dbNow();
+        long typed = sessions.create();
+        timer(typed, now.minusMillis(5), now.plusSeconds(5), 3, "message");
+        assertThat(new TypingHolds(jdbc, SETTINGS)
+                        .hold(new dev.settle.contracts.TypingSignal(
+                                typed, now.minus(SETTINGS.typinghold()).minusMillis(1))))
+                .isTrue();
+
+        MeterRegistry meters = new SimpleMeterRegistry();
+        KafkaTemplate<String, String> broker = kafka(SharedInfra.kafkaBootstrap());
+        try (ReadyEvents ready = new ReadyEvents()) {
+            assertThat(firer(broker, meters).fireDue()).isEqualTo(1);
+            assertThat(meters.counter("settle.debounce.fires", "cause", "typing", "window", "base")
+                            .count())
+                    .isEqualTo(1.0);
+            ready.drainToEnd();
+            assertThat(ready.of(List.of(typed)))
+                    .extracting(SessionReady::sessionId, SessionReady::version, SessionReady::cause)
+                    .containsExactly(tuple(typed, 3L, "typing"));
         } finally {
             broker.destroy();
         }

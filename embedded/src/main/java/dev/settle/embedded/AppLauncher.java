@@ -1,5 +1,7 @@
 package dev.settle.embedded;
 
+import dev.settle.embedded.logging.OneJvmLogging;
+import dev.settle.embedded.logging.ServiceName;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ApplicationContextInitializer;
@@ -18,6 +20,9 @@ import java.util.Map;
  *       launcher starts, overridden by the ones given for that start.</li>
  *   <li>{@code server.port}, when given, is passed as an argument, which outranks the environment: several
  *       applications serve HTTP in one JVM, so one {@code SERVER_PORT} cannot apply to all of them.</li>
+ *   <li>Each application's log lines carry its {@code spring.application.name} ({@link ServiceName}), in the
+ *       format of {@link OneJvmLogging#CONSOLE} unless {@code logging.config} is given: Logback is configured
+ *       once per JVM, so a name in its configuration would be the first application's.</li>
  *   <li>No JVM shutdown hook per application: the owner closes them ({@link #close()}: the last started first),
  *       before the database and broker they use.</li>
  * </ol>
@@ -46,6 +51,7 @@ public final class AppLauncher implements AutoCloseable {
             Map<String, ?> extra,
             ApplicationContextInitializer<?>... initializers) {
         Map<String, Object> props = new HashMap<>(defaults);
+        props.put("logging.config", OneJvmLogging.CONSOLE);
         props.putAll(shared);
         props.putAll(extra);
         ConfigurableApplicationContext context = launch(app, props, initializers);
@@ -60,6 +66,7 @@ public final class AppLauncher implements AutoCloseable {
             Map<String, ?> extra,
             ApplicationContextInitializer<?>... initializers) {
         Map<String, Object> props = new HashMap<>(defaults);
+        props.put("logging.config", OneJvmLogging.CONSOLE);
         props.putAll(extra);
         return launch(app, props, initializers);
     }
@@ -67,11 +74,14 @@ public final class AppLauncher implements AutoCloseable {
     private static ConfigurableApplicationContext launch(
             Class<?> app, Map<String, Object> props, ApplicationContextInitializer<?>[] initializers) {
         SpringApplicationBuilder builder = new SpringApplicationBuilder(app)
+                .main(app) // logs "Starting <app>", not the class whose main() called this
                 .properties(props)
                 .initializers(initializers)
                 .registerShutdownHook(false);
         Object port = props.get("server.port");
-        return port == null ? builder.run() : builder.run("--server.port=" + port);
+        String[] args = port == null ? new String[0] : new String[] {"--server.port=" + port};
+        Object name = props.get("spring.application.name");
+        return name == null ? builder.run(args) : ServiceName.call(name.toString(), () -> builder.run(args));
     }
 
     /** The HTTP port an application listens on. */

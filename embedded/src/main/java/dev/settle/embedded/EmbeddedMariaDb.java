@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -31,6 +32,7 @@ import java.util.concurrent.TimeoutException;
  */
 public final class EmbeddedMariaDb implements AutoCloseable {
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+    static final String VERSION = "SELECT VERSION()";
     private final KeptDataDb db;
     private final int port;
 
@@ -127,6 +129,20 @@ public final class EmbeddedMariaDb implements AutoCloseable {
     public static String jdbcUrl(String host, int port, String database) {
         return "jdbc:mysql://" + host + ":" + port + "/" + database
                 + "?sslMode=DISABLED&allowPublicKeyRetrieval=true&rewriteBatchedStatements=true";
+    }
+
+    /** The server's version, e.g. {@code 11.4.5} (without the {@code -MariaDB} suffix). */
+    public String version() {
+        try (Connection c = DriverManager.getConnection(jdbcUrl(""), "root", "");
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(VERSION)) {
+            rs.next();
+            String version = rs.getString(1);
+            int suffix = version.indexOf('-');
+            return suffix < 0 ? version : version.substring(0, suffix);
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not read the MariaDB version", e);
+        }
     }
 
     /** Creates {@code database} if it does not exist yet and returns its JDBC URL. */

@@ -186,6 +186,23 @@ class MessageIngestTest {
     }
 
     @Test
+    void the_session_shows_the_debounce_window_its_latest_message_armed_and_whether_it_was_learned() {
+        String s = sid();
+        app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"x\"}");
+        JsonNode before = json(app.get("/v1/sessions/" + s));
+        assertTrue(before.get("windowMs").isNull(), before.toString());
+        assertTrue(before.get("windowCause").isNull(), before.toString());
+        long pk = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s);
+        app.jdbc.update("""
+                INSERT INTO session_pacing (session_id, samples, window_micros, window_cause, last_message_at,
+                                            burst_messages, updated_at)
+                VALUES (?, '2250', 2812500, 'learned', UTC_TIMESTAMP(6), 2, UTC_TIMESTAMP(6))""", pk);
+        JsonNode learned = json(app.get("/v1/sessions/" + s));
+        assertEquals(2812, learned.get("windowMs").asLong());
+        assertEquals("learned", learned.get("windowCause").asString());
+    }
+
+    @Test
     void unicode_text_round_trips_exactly() {
         String s = sid();
         String text = "午饭 35 — пообедал 🍜 \"quoted\"\n\ttabbed";

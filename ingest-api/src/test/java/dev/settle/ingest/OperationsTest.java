@@ -127,6 +127,6 @@ class OperationsTest {
             }
         }
         assertEquals(mapped, described, "the spec and the controllers differ");
-        assertEquals(18, mapped.size(), mapped.toString());
+        assertEquals(19, mapped.size(), mapped.toString());
     }
 }

@@ -2,6 +2,9 @@ package dev.settle.quickstart;
 
 import dev.settle.embedded.EmbeddedKafka;
 import dev.settle.embedded.EmbeddedMariaDb;
+import dev.settle.embedded.logging.ServiceName;
+import org.apache.kafka.common.utils.AppInfoParser;
+import org.springframework.context.ConfigurableApplicationContext;
 
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -18,6 +21,11 @@ import java.util.Map;
  * is the truth (armed timers fire, the sweeper wakes stranded sessions), so the broker may start empty.
  */
 public final class Quickstart {
+    /** Where the ingest API serves the chat page, when it serves one ({@link #servesPage}). */
+    static final String PAGE_PATH = "/";
+    /** The page's file: what Spring serves at {@link #PAGE_PATH} when it exists. */
+    static final String PAGE_RESOURCE = "classpath:static/index.html";
+
     private static final Deque<AutoCloseable> RUNNING = new ArrayDeque<>();
     private static boolean stopping; // guarded by RUNNING
 
@@ -28,6 +36,9 @@ public final class Quickstart {
         Path dataDir = Path.of(env.getOrDefault("SETTLE_DATADIR", "./.settle-data"))
                 .toAbsolutePath()
                 .normalize();
+        Map<String, Object> logging = QuickstartLogging.settings(dataDir);
+        QuickstartLogging.start(logging);
+        Path logFile = QuickstartLogging.file(logging);
         String apiKey = env.getOrDefault("SETTLE_API_KEY", "dev-key");
         String port = env.getOrDefault("SERVER_PORT", "8080");
         String managementPort = env.getOrDefault(
@@ -37,11 +48,14 @@ public final class Quickstart {
         // Stopped in reverse order by one hook; the infrastructure's own hooks are not registered (see
         // EmbeddedMariaDb, EmbeddedKafka) and Boot's would stop logging halfway through the shutdown.
         Runtime.getRuntime().addShutdownHook(new Thread(Quickstart::stop, "settle-shutdown"));
+        log("starting; the full log is in " + logFile);
+        Progress progress = new Progress(System.out);
         String webhookSecret = "(SETTLE_WEBHOOK_SECRET)";
+        boolean page = false;
         String debouncePort = null;
         String agentPort = null;
         try {
-            Map<String, Object> shared = new HashMap<>();
+            Map<String, Object> shared = new HashMap<>(logging);
             shared.put("settle.api-key", apiKey);
             shared.put("settle.webhook.allowprivate", "true");
             shared.put("logging.register-shutdown-hook", "false");
@@ -53,32 +67,70 @@ public final class Quickstart {
                 webhookSecret = secret.value() + " (in " + secret.file() + ")";
             }
             if (env.get("SPRING_DATASOURCE_URL") == null) {
-                log("starting MariaDB (embedded) with data in " + dataDir.resolve("mariadb"));
-                EmbeddedMariaDb db = EmbeddedMariaDb.start(dataDir.resolve("mariadb"), 0);
+                EmbeddedMariaDb db = progress.step(
+                        "database (MariaDB, embedded)",
+                        () -> ServiceName.call("mariadb", () -> EmbeddedMariaDb.start(dataDir.resolve("mariadb"), 0)),
+                        started -> "database (MariaDB " + started.version() + ", embedded)");
                 push(db);
                 shared.put("spring.datasource.url", db.createDatabase("settle"));
+            } else {
+                progress.external("database (SPRING_DATASOURCE_URL)");
             }
             if (env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS") == null) {
-                log("starting Kafka (embedded KRaft broker)");
-                EmbeddedKafka kafka = EmbeddedKafka.start(0);
+                EmbeddedKafka kafka = progress.step(
+                        "broker (Kafka, embedded KRaft)",
+                        () -> ServiceName.call("kafka", () -> EmbeddedKafka.start(0)),
+                        started -> "broker (Kafka " + AppInfoParser.getVersion() + ", embedded KRaft)");
                 push(kafka);
                 shared.put("spring.kafka.bootstrap-servers", kafka.bootstrapServers());
+            } else {
+                progress.external("broker (SPRING_KAFKA_BOOTSTRAP_SERVERS)");
             }
             SettleLauncher settle = new SettleLauncher(shared);
             push(settle);
-            settle.startIngestApi(Map.of("server.port", port, "management.server.port", managementPort));
+            ConfigurableApplicationContext ingest = progress.step(
+                    "ingest-api",
+                    () -> settle.startIngestApi(Map.of("server.port", port, "management.server.port", managementPort)),
+                    started -> "ingest-api (port " + SettleLauncher.port(started) + ")");
+            page = servesPage(ingest);
             // a worker's port is its own default (its actuator) unless SETTLE_DEBOUNCE_PORT / SETTLE_AGENT_PORT is set
-            debouncePort = Integer.toString(
-                    SettleLauncher.port(settle.startDebounceWorker(port(env, "SETTLE_DEBOUNCE_PORT"))));
-            agentPort = Integer.toString(SettleLauncher.port(settle.startAgentWorker(port(env, "SETTLE_AGENT_PORT"))));
+            debouncePort = Integer.toString(SettleLauncher.port(progress.step(
+                    "debounce-worker",
+                    () -> settle.startDebounceWorker(port(env, "SETTLE_DEBOUNCE_PORT")),
+                    started -> "debounce-worker")));
+            agentPort = Integer.toString(SettleLauncher.port(progress.step(
+                    "agent-worker",
+                    () -> settle.startAgentWorker(port(env, "SETTLE_AGENT_PORT")),
+                    started -> "agent-worker (" + model(env) + ")")));
         } catch (RuntimeException e) {
-            log("failed to start: " + e);
+            log("failed to start: " + e + " (the full log is in " + logFile + ")");
             e.printStackTrace();
             System.exit(1);
         }
+        String url = "http://localhost:" + port;
         System.out.println(banner(
-                "http://localhost:" + port, apiKey, env, webhookSecret, managementPort, debouncePort, agentPort));
+                page ? url + PAGE_PATH : null,
+                url,
+                apiKey,
+                env,
+                webhookSecret,
+                logFile,
+                managementPort,
+                debouncePort,
+                agentPort));
         Thread.currentThread().join();
+    }
+
+    /**
+     * Whether the ingest API serves a page at {@link #PAGE_PATH} (Spring's welcome page: {@value #PAGE_RESOURCE});
+     * the banner names the page's URL first when it does.
+     */
+    static boolean servesPage(ConfigurableApplicationContext ingest) {
+        return ingest.getResource(PAGE_RESOURCE).exists();
+    }
+
+    private static String model(Map<String, String> env) {
+        return env.get("SETTLE_LLM_URL") == null ? "offline demo model" : "model at " + env.get("SETTLE_LLM_URL");
     }
 
     /** {@code server.port} from the variable when it is set; else nothing, so that the application's default applies. */
@@ -118,21 +170,25 @@ public final class Quickstart {
     }
 
     private static String banner(
+            String pageUrl,
             String url,
             String apiKey,
             Map<String, String> env,
             String webhookSecret,
+            Path logFile,
             String managementPort,
             String debouncePort,
             String agentPort) {
+        String page = pageUrl == null ? "" : " Open %s in a browser%n%n".formatted(pageUrl);
         return """
 
                 ==============================================================
-                 Settle is running at %s
+                %s Settle is running at %s
                  API key: %s
                  Model:   %s
                  Webhook: %s
                  Webhook secret: %s
+                 Log:     %s (the console shows warnings and errors only)
 
                  Try a burst (answered once, together):
                    curl -s -X POST %s/v1/sessions/demo/messages \\
@@ -149,6 +205,7 @@ public final class Quickstart {
                  Ctrl-C stops everything.
                 ==============================================================
                 """.formatted(
+                page,
                 url,
                 apiKey,
                 env.get("SETTLE_LLM_URL") == null
@@ -156,6 +213,7 @@ public final class Quickstart {
                         : env.get("SETTLE_LLM_URL"),
                 env.getOrDefault("SETTLE_WEBHOOK_URL", "(none: set SETTLE_WEBHOOK_URL; replies wait in the outbox)"),
                 webhookSecret,
+                logFile,
                 url,
                 apiKey,
                 url,

@@ -1,6 +1,7 @@
 package dev.settle.e2e;
 
 import dev.settle.agent.AgentSettings;
+import dev.settle.debounce.PacingSettings;
 import dev.settle.ingest.IngestSettings;
 import dev.settle.schema.DebounceTiming;
 import org.junit.jupiter.api.Test;
@@ -63,6 +64,8 @@ class DockerComposeConfigTest {
             entry("SETTLE_LLM_KEY", "probe-llm-key"),
             entry("SETTLE_DEBOUNCE_WINDOW", "1234ms"),
             entry("SETTLE_DEBOUNCE_MAXWAIT", "23s"),
+            entry("SETTLE_DEBOUNCE_ADAPTIVE", "false"),
+            entry("SETTLE_DEBOUNCE_MAXWINDOW", "5s"),
             entry("SETTLE_LEASE_TTL", "17s"),
             entry("SPRING_DATASOURCE_URL", "jdbc:mysql://db.probe.invalid:3306/probe?sslMode=DISABLED"),
             entry("SPRING_KAFKA_BOOTSTRAP_SERVERS", "kafka.probe.invalid:9092"),
@@ -98,7 +101,10 @@ class DockerComposeConfigTest {
                             "SETTLE_DEBOUNCE_WINDOW",
                                     new Check(b -> debounce(b).window(), DurationStyle::detectAndParse),
                             "SETTLE_DEBOUNCE_MAXWAIT",
-                                    new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse))),
+                                    new Check(b -> debounce(b).maxwait(), DurationStyle::detectAndParse),
+                            "SETTLE_DEBOUNCE_ADAPTIVE", new Check(b -> pacing(b).adaptive(), Boolean::valueOf),
+                            "SETTLE_DEBOUNCE_MAXWINDOW",
+                                    new Check(b -> pacing(b).maxwindow(), DurationStyle::detectAndParse))),
             "agent-worker",
                     withSpring(Map.ofEntries(
                             entry(
@@ -420,6 +426,10 @@ class DockerComposeConfigTest {
     /** The debounce timing both workers bind ({@link DebounceTiming}). */
     private static DebounceTiming debounce(Binder binder) {
         return binder.bind("settle.debounce", DebounceTiming.class).get();
+    }
+
+    private static PacingSettings pacing(Binder binder) {
+        return binder.bind("settle.debounce", PacingSettings.class).get();
     }
 
     private static AgentSettings agent(Binder binder) {

@@ -26,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code java -jar} (after {@code package}; run by failsafe in {@code mvn -B verify}), configured only by the
  * environment, answers a burst of two messages with one reply, and stops on SIGTERM. Every other end-to-end test
  * starts the quickstart from the test class path; this one catches what only the fat jar can break (its layout,
- * its manifest, resources and services that the repackaging drops).
+ * its manifest, resources and services that the repackaging drops), and checks what its console shows
+ * ({@link QuickstartConsole}).
  */
 class QuickstartJarIT {
     static final Duration START = Duration.ofMinutes(3);
@@ -112,6 +113,10 @@ class QuickstartJarIT {
                         "(offline demo model) Done: booked 35.00 under food; booked 12.00 under coffee.",
                         replies.getFirst().get("text").asString());
                 assertEquals(2, api.session(session).get("repliedVersion").asLong());
+                String console = quickstart.output();
+                QuickstartConsole.assertProgressThenBanner(console);
+                QuickstartConsole.assertQuietBelowTheBanner(console);
+                QuickstartConsole.assertLogFileNamesEachService(console, tmp.resolve("data"));
 
                 Integer exit = quickstart.terminate(STOP);
                 assertNotNull(exit, "still running " + STOP + " after SIGTERM");
@@ -121,6 +126,9 @@ class QuickstartJarIT {
                 int shutdown = output.indexOf("[settle-quickstart] shutting down");
                 assertTrue(shutdown >= 0, "no shutdown message");
                 assertTrue(output.indexOf("[settle-quickstart] stopped", shutdown) > 0, "the shutdown did not finish");
+                assertTrue(
+                        output.lines().count() <= QuickstartConsole.MAX_LINES,
+                        "more than " + QuickstartConsole.MAX_LINES + " lines on the console");
                 assertEquals(
                         List.of(),
                         EmbeddedMariaDb.serversOn(mariaDbHome()),

@@ -96,6 +96,10 @@ class QuickstartRestartTest {
             assertEquals(2, api.post(a, "and coffee 12").get("version").asLong());
             assertEquals(1, api.post(b, "dinner 20").get("version").asLong());
             assertEquals(List.of(), api.messages(a, "assistant"), "not answered yet when killed");
+            String console = first.output();
+            QuickstartConsole.assertProgressThenBanner(console);
+            QuickstartConsole.assertQuietBelowTheBanner(console);
+            QuickstartConsole.assertLogFileNamesEachService(console, tmp.resolve("data"));
             first.kill();
         }
 

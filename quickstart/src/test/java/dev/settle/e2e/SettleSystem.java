@@ -151,6 +151,17 @@ public final class SettleSystem implements AutoCloseable {
         return JSON.readTree(r.body());
     }
 
+    /** Says the session's user is typing ({@code POST .../typing}, no body); any answer but 202 fails the test. */
+    public void typing(String sessionId) {
+        HttpResponse<String> r = send(HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/typing"))
+                .header("Authorization", "Bearer " + KEY)
+                .POST(HttpRequest.BodyPublishers.noBody())
+                .build());
+        if (r.statusCode() != 202) {
+            throw new AssertionError("POST typing answered " + r.statusCode() + ": " + r.body());
+        }
+    }
+
     /** POSTs with an optional Idempotency-Key; never throws on a non-202. */
     public ChaosWorkload.ApiResult postWithKey(String sessionId, String text, String idempotencyKey) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))

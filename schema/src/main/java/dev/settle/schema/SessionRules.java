@@ -12,6 +12,9 @@ package dev.settle.schema;
  * rule needs it reads in a subquery of its own. A {@code ?} in a fragment is a parameter, in the place the fragment
  * takes in the statement.
  *
+ * <p>The timer fragments ({@link #TIMER_CAUSE}) read {@code debounce_timer} under the alias {@code d} in the same
+ * way.
+ *
  * <p>Every time is judged on the database clock ({@code UTC_TIMESTAMP(6)}), which is one value for the whole
  * statement.
  */
@@ -90,4 +93,16 @@ public final class SessionRules {
         return "LEAST(" + lastAt + " + INTERVAL " + windowMicros + " MICROSECOND, "
                 + timerDeadline(oldestAt, maxwaitMicros) + ")";
     }
+
+    /**
+     * Why a timer row fires when it does: {@code sweeper} if the sweeper armed it, {@code maxwait} if fire_at
+     * reached deadline_at, {@code typing} if a typing signal's hold ({@code held_until}) is at or past what the
+     * messages alone would give ({@code window_fire_at}, NULL on a row never held), else {@code window}. The
+     * firer sends it as SessionReady's cause; the session view shows it for an armed timer.
+     */
+    public static final String TIMER_CAUSE = """
+            CASE WHEN d.armed_by = 'sweeper' THEN 'sweeper'
+                 WHEN d.fire_at >= d.deadline_at THEN 'maxwait'
+                 WHEN d.held_until >= COALESCE(d.window_fire_at, d.fire_at) THEN 'typing'
+                 ELSE 'window' END""";
 }

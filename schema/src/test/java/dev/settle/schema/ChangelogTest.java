@@ -43,7 +43,13 @@ class ChangelogTest {
             entry("5-webhook-endpoint", "9:939f6a02bbb4804b38633d3cc473e91f"),
             entry("8-tenant", "9:9fe99bbd489a485d96de78059c977d9f"),
             entry("8-api-key", "9:01cfa5d7cd09e95c390f48cee6cc6ab6"),
-            entry("9-message-created-index", "9:bd9c941bb1ec5fff1c08bdbdfd30dcad"));
+            entry("9-message-created-index", "9:bd9c941bb1ec5fff1c08bdbdfd30dcad"),
+            entry("16-debounce-timer-typing", "9:2b52e7634a73780cec94b5bd756a424d"),
+            entry("16-debounce-timer-window-cause", "9:e9308c8b3463277effc4f413f2d61d9b"),
+            entry("16-session-pacing", "9:21d82f7a8321f3f38f95a372c82d66e3"),
+            entry("16-tenant-pacing", "9:5196b1cf7945b6e61d9ff124d1371385"),
+            entry("16-turn-cached-tokens", "9:a1a5be297701939b635dfad4ffea91c2"),
+            entry("16-tool-execution-position", "9:172709ed8e27542788f22c3e5e6dccca"));
 
     static final List<String> ORDER = List.of(
             "1-chat-session",
@@ -61,7 +67,13 @@ class ChangelogTest {
             "5-webhook-endpoint",
             "8-tenant",
             "8-api-key",
-            "9-message-created-index");
+            "9-message-created-index",
+            "16-debounce-timer-typing",
+            "16-debounce-timer-window-cause",
+            "16-session-pacing",
+            "16-tenant-pacing",
+            "16-turn-cached-tokens",
+            "16-tool-execution-position");
 
     static List<ChangeSet> changeSets() throws Exception {
         ClassLoaderResourceAccessor resources = new ClassLoaderResourceAccessor();

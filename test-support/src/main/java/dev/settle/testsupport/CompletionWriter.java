@@ -18,11 +18,17 @@ final class CompletionWriter {
         ABORTED
     }
 
-    /** The double's clock: pauses end early (returning false) when the double closes. */
+    /**
+     * The double's clock for one exchange: pauses end early (returning false) when the double closes or the client
+     * leaves; every SSE event written is reported.
+     */
     interface Timing {
         boolean pause(Duration duration);
 
-        void awaitHangRelease();
+        /** @return false when the wait ended because the double closed or the client left */
+        boolean awaitHangRelease();
+
+        void eventWritten();
     }
 
     private CompletionWriter() {}
@@ -34,7 +40,9 @@ final class CompletionWriter {
         try {
             switch (resp.kind) {
                 case HANG -> {
-                    timing.awaitHangRelease();
+                    if (!timing.awaitHangRelease()) {
+                        return Outcome.ABORTED;
+                    }
                     sendJson(ex, 503, OpenAiJson.error(503, "model double released a hanging request"), null);
                 }
                 case ERROR ->
@@ -77,14 +85,16 @@ final class CompletionWriter {
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
+        out.flush(); // the headers go out now, before any event
         List<String> events = new ArrayList<>(OpenAiJson.chunks(req, resp));
         events.add("[DONE]");
         for (int i = 0; i < events.size(); i++) {
-            if (i > 0 && !timing.pause(resp.chunkDelay)) {
+            if (!timing.pause(i == 0 ? resp.firstEventDelay : resp.chunkDelay)) {
                 return Outcome.ABORTED;
             }
             out.write(("data: " + events.get(i) + "\n\n").getBytes(UTF_8));
             out.flush();
+            timing.eventWritten();
         }
         out.close();
         return Outcome.COMPLETED;

@@ -52,6 +52,10 @@ final class LocalHttpServer {
         }
     }
 
+    int port() {
+        return server.getAddress().getPort();
+    }
+
     /** {@code http://127.0.0.1:PORT} followed by {@code path}. */
     String url(String path) {
         return "http://127.0.0.1:" + server.getAddress().getPort() + path;

@@ -22,11 +22,12 @@ import static org.awaitility.Awaitility.await;
  * A real HTTP server speaking OpenAI's {@code POST /v1/chat/completions} (JSON and SSE streaming), scripted per
  * request, on 127.0.0.1 and a free port; every request runs on its own virtual thread.
  *
- * <p>Cancellation detection is best effort: {@link #cancelledCount()} counts requests whose connection turned out
- * to be closed by the client when the double wrote to it. A stream is checked at every chunk write; a
- * {@code delay} only when it ends and the answer is written; a {@link ModelResponse#hang()} only when it is
- * released ({@link #releaseHangs()}, {@link #close()}), because without writing there is no way to notice the
- * client left. A client leaving after the last write is not counted.
+ * <p>Clients reach the server through a raw-socket front ({@link ClientFront}) that always reads from the client, so
+ * the double notices a client that closes its connection in every phase of an answer: during a {@code delay} or a
+ * {@link ModelResponse#hang()} (before a byte was sent), after the headers of a stream
+ * ({@link ModelResponse#firstEventDelay}) and mid-stream. {@link #cancelledCount()} counts those requests and
+ * {@link #disconnects()} says when each one's client left and how much of the answer it had received. A client
+ * leaving after the last byte of an answer is not counted.
  */
 public final class ModelDouble implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ModelDouble.class);
@@ -40,10 +41,25 @@ public final class ModelDouble implements AutoCloseable {
     private final CountDownLatch closed = new CountDownLatch(1);
     private volatile CountDownLatch hangGate = new CountDownLatch(1);
     private volatile Function<ModelRequest, ModelResponse> script = ModelDouble::echo;
+    private final List<Disconnect> disconnects = new CopyOnWriteArrayList<>();
+    private final PrefixCache prefixCache = new PrefixCache();
+    private volatile boolean simulatePrefixCache;
     private final LocalHttpServer http;
+    private final ClientFront front;
+
+    /**
+     * A request whose client closed the connection before the answer was complete.
+     *
+     * @param sequence   the request's {@link ModelRequest#sequence()}
+     * @param at         when the double saw the connection close
+     * @param bytesSent  bytes of this answer (headers included) that had reached the client: 0 = closed while silent
+     * @param eventsSent SSE events of this answer written before the client left
+     */
+    public record Disconnect(int sequence, java.time.Instant at, long bytesSent, int eventsSent) {}
 
     private ModelDouble() {
         this.http = LocalHttpServer.start(this::answer);
+        this.front = ClientFront.start(http.port());
     }
 
     public static ModelDouble start() {
@@ -52,7 +68,7 @@ public final class ModelDouble implements AutoCloseable {
 
     /** {@code http://127.0.0.1:PORT/v1}, the base URL for an OpenAI client. */
     public String baseUrl() {
-        return http.url("/v1");
+        return "http://127.0.0.1:" + front.port() + "/v1";
     }
 
     /** The default script: {@code "echo: " + } the user text since the last assistant message. */
@@ -78,7 +94,26 @@ public final class ModelDouble implements AutoCloseable {
         return cancelled.get();
     }
 
-    /** When the double last noticed a client had closed its stream (at a chunk write), or null. */
+    /**
+     * Simulates a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching): every later answer
+     * reports {@code cached_tokens} = the longest common prefix of its messages with those of any earlier request,
+     * at {@value PrefixCache#CHARS_PER_TOKEN} characters per token (unless its script set a cached figure).
+     */
+    public void simulatePrefixCache(boolean on) {
+        simulatePrefixCache = on;
+    }
+
+    /** Requests whose client left before their answer was complete, in the order the double noticed. */
+    public List<Disconnect> disconnects() {
+        return List.copyOf(disconnects);
+    }
+
+    /** The disconnect of request {@code sequence}, once the double has noticed it. */
+    public java.util.Optional<Disconnect> disconnect(int sequence) {
+        return disconnects.stream().filter(d -> d.sequence() == sequence).findFirst();
+    }
+
+    /** When the double last noticed a client had closed its connection before the answer was complete, or null. */
     public java.time.Instant lastCancelledAt() {
         return lastCancelledAt;
     }
@@ -94,8 +129,8 @@ public final class ModelDouble implements AutoCloseable {
     }
 
     /**
-     * Lets every request currently hanging answer 503, or be counted as cancelled if its client has gone. A client
-     * that gave up only milliseconds ago may not have closed its connection yet; then the 503 goes through.
+     * Lets every request currently hanging answer 503 (a hanging request whose client left is counted as cancelled at
+     * once, without waiting for this).
      */
     public void releaseHangs() {
         CountDownLatch gate = hangGate;
@@ -110,6 +145,9 @@ public final class ModelDouble implements AutoCloseable {
         sequence.set(0);
         cancelled.set(0);
         lastCancelledAt = null;
+        disconnects.clear();
+        prefixCache.clear();
+        simulatePrefixCache = false;
     }
 
     /**
@@ -124,6 +162,7 @@ public final class ModelDouble implements AutoCloseable {
         closed.countDown();
         hangGate.countDown();
         http.stop();
+        front.close();
     }
 
     private void answer(HttpExchange ex) throws IOException {
@@ -147,6 +186,7 @@ public final class ModelDouble implements AutoCloseable {
             return;
         }
         requests.add(request);
+        int cached = prefixCache.remember(request);
         ModelResponse response;
         try {
             response = Objects.requireNonNull(script.apply(request), "script returned null");
@@ -154,23 +194,69 @@ public final class ModelDouble implements AutoCloseable {
             log.warn("model double script failed on request {}", request.sequence(), e);
             response = ModelResponse.error(500, "model double script failed: " + e);
         }
-        switch (CompletionWriter.write(ex, request, response, timing())) {
-            case COMPLETED -> ex.close();
-            case CLIENT_GONE -> {
-                lastCancelledAt = java.time.Instant.now();
-                cancelled.incrementAndGet();
-                throw new IOException("client closed the connection"); // the server then drops it
-            }
-            case ABORTED -> throw new IOException("model double closed"); // drop without finishing the answer
+        if (simulatePrefixCache && response.cachedTokens == null) {
+            response = response.cachedTokens(cached);
+        }
+        ClientFront.Connection connection =
+                front.connection(ex.getRemoteAddress().getPort());
+        long bytesBefore = connection == null ? 0 : connection.bytesToClient();
+        AtomicInteger events = new AtomicInteger();
+        CompletionWriter.Outcome outcome = CompletionWriter.write(ex, request, response, timing(connection, events));
+        if (outcome != CompletionWriter.Outcome.COMPLETED && connection != null) {
+            awaitQuietly(connection, outcome == CompletionWriter.Outcome.CLIENT_GONE);
+        }
+        java.time.Instant left = connection == null ? null : connection.clientLeftAt();
+        if (outcome == CompletionWriter.Outcome.CLIENT_GONE
+                || (outcome == CompletionWriter.Outcome.ABORTED && left != null)) {
+            java.time.Instant at = left != null ? left : java.time.Instant.now();
+            disconnects.add(new Disconnect(
+                    request.sequence(),
+                    at,
+                    connection == null ? 0 : connection.bytesToClient() - bytesBefore,
+                    events.get()));
+            lastCancelledAt = at;
+            cancelled.incrementAndGet();
+            throw new IOException("client closed the connection"); // the server then drops it
+        }
+        if (outcome == CompletionWriter.Outcome.ABORTED) {
+            throw new IOException("model double closed"); // drop without finishing the answer
+        }
+        ex.close();
+    }
+
+    /** A failed write may be seen before the front has marked the client gone: give it a moment. */
+    private static void awaitQuietly(ClientFront.Connection connection, boolean expectLeft) {
+        if (!expectLeft) {
+            return;
+        }
+        try {
+            connection.awaitClientLeft(TimeUnit.MILLISECONDS.toNanos(200));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
-    private CompletionWriter.Timing timing() {
+    /** Pauses end when the double closes or the client leaves. */
+    private CompletionWriter.Timing timing(ClientFront.Connection connection, AtomicInteger events) {
         return new CompletionWriter.Timing() {
             @Override
             public boolean pause(Duration duration) {
+                long end = System.nanoTime() + duration.toNanos();
                 try {
-                    return !closed.await(duration.toNanos(), TimeUnit.NANOSECONDS);
+                    for (long left = duration.toNanos(); ; left = end - System.nanoTime()) {
+                        if (closed.getCount() == 0 || (connection != null && connection.clientLeftAt() != null)) {
+                            return false;
+                        }
+                        if (left <= 0) {
+                            return true;
+                        }
+                        long step = Math.min(left, POLL.toNanos());
+                        if (connection != null
+                                ? connection.awaitClientLeft(step)
+                                : closed.await(step, TimeUnit.NANOSECONDS)) {
+                            return false;
+                        }
+                    }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return false;
@@ -178,12 +264,24 @@ public final class ModelDouble implements AutoCloseable {
             }
 
             @Override
-            public void awaitHangRelease() {
+            public boolean awaitHangRelease() {
+                CountDownLatch gate = hangGate; // opened by releaseHangs() (which swaps in a fresh gate) and by close()
                 try {
-                    hangGate.await(); // opened by releaseHangs() (which swaps in a fresh gate) and by close()
+                    while (!gate.await(POLL.toNanos(), TimeUnit.NANOSECONDS)) {
+                        if (connection != null && connection.clientLeftAt() != null) {
+                            return false;
+                        }
+                    }
+                    return closed.getCount() != 0 || connection == null || connection.clientLeftAt() == null;
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
+                    return false;
                 }
+            }
+
+            @Override
+            public void eventWritten() {
+                events.incrementAndGet();
             }
         };
     }

@@ -26,9 +26,11 @@ public final class ModelResponse {
     String finishReason;
     Duration delay = Duration.ZERO;
     Duration chunkDelay = Duration.ZERO;
+    Duration firstEventDelay = Duration.ZERO;
     int chunkSize = 4;
     Integer promptTokens;
     Integer completionTokens;
+    Integer cachedTokens;
     String retryAfter;
 
     private ModelResponse(Kind kind) {
@@ -83,6 +85,16 @@ public final class ModelResponse {
         return r;
     }
 
+    /**
+     * For a stream: sends the response headers at once, then waits this long before the first event (a server that
+     * accepted the request and is still thinking).
+     */
+    public ModelResponse firstEventDelay(Duration firstEventDelay) {
+        ModelResponse r = copy();
+        r.firstEventDelay = firstEventDelay;
+        return r;
+    }
+
     /** Waits this long between two streamed events. */
     public ModelResponse chunkDelay(Duration chunkDelay) {
         ModelResponse r = copy();
@@ -105,6 +117,23 @@ public final class ModelResponse {
         ModelResponse r = copy();
         r.promptTokens = promptTokens;
         r.completionTokens = completionTokens;
+        return r;
+    }
+
+    /**
+     * Reported token usage with cached prompt tokens ({@code usage.prompt_tokens_details.cached_tokens}, part of
+     * {@code promptTokens}).
+     */
+    public ModelResponse usage(int promptTokens, int cachedTokens, int completionTokens) {
+        ModelResponse r = usage(promptTokens, completionTokens);
+        r.cachedTokens = cachedTokens;
+        return r;
+    }
+
+    /** Reported cached prompt tokens, leaving the other figures as they are. */
+    ModelResponse cachedTokens(int cachedTokens) {
+        ModelResponse r = copy();
+        r.cachedTokens = cachedTokens;
         return r;
     }
 
@@ -131,9 +160,11 @@ public final class ModelResponse {
         r.finishReason = finishReason;
         r.delay = delay;
         r.chunkDelay = chunkDelay;
+        r.firstEventDelay = firstEventDelay;
         r.chunkSize = chunkSize;
         r.promptTokens = promptTokens;
         r.completionTokens = completionTokens;
+        r.cachedTokens = cachedTokens;
         r.retryAfter = retryAfter;
         return r;
     }

@@ -120,13 +120,17 @@ final class OpenAiJson {
     private static ObjectNode usage(ModelRequest req, ModelResponse resp) {
         int prompt = resp.promptTokens != null ? resp.promptTokens : roughPromptTokens(req);
         int completion = resp.completionTokens != null ? resp.completionTokens : roughCompletionTokens(resp);
-        return JSON.createObjectNode()
+        ObjectNode usage = JSON.createObjectNode()
                 .put("prompt_tokens", prompt)
                 .put("completion_tokens", completion)
                 .put("total_tokens", prompt + completion);
+        if (resp.cachedTokens != null) {
+            usage.putObject("prompt_tokens_details").put("cached_tokens", Math.min(prompt, resp.cachedTokens));
+        }
+        return usage;
     }
 
-    private static int roughPromptTokens(ModelRequest req) {
+    static int roughPromptTokens(ModelRequest req) {
         int chars = req.messages().stream().mapToInt(m -> length(m.content())).sum();
         return Math.max(1, (chars + 3) / 4);
     }

@@ -311,4 +311,65 @@ class ModelDoubleTest {
         assertThat(error.path("type").asString()).isEqualTo("rate_limit_exceeded");
         assertThat(error.path("message").asString()).isEqualTo("model double error 429");
     }
+
+    /** A raw HTTP client that sends a request and leaves once the double has it, before any answer. */
+    private static void sendAndLeave(String body) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        CompletableFuture<HttpResponse<String>> exchange = http.sendAsync(
+                HttpRequest.newBuilder(URI.create(model.baseUrl() + "/chat/completions"))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
+        model.awaitRequests(model.requestCount() + 1, Duration.ofSeconds(5));
+        exchange.cancel(true);
+    }
+
+    @Test
+    void a_client_that_leaves_a_silent_model_is_noticed_before_a_byte_was_sent() throws Exception {
+        model.respondWith(r -> ModelResponse.text("late").delay(Duration.ofSeconds(8)));
+        sendAndLeave("{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        model.awaitCancelled(1, Duration.ofSeconds(2));
+        ModelDouble.Disconnect cut = model.disconnect(1).orElseThrow();
+        assertThat(cut.bytesSent()).isZero();
+        assertThat(cut.eventsSent()).isZero();
+    }
+
+    @Test
+    void a_client_that_leaves_a_hanging_request_is_counted_without_a_release() throws Exception {
+        model.respondWith(r -> ModelResponse.hang());
+        sendAndLeave("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        model.awaitCancelled(1, Duration.ofSeconds(2));
+        assertThat(model.disconnect(1).orElseThrow().bytesSent()).isZero();
+    }
+
+    @Test
+    void the_prefix_cache_reports_the_longest_common_prefix_with_any_earlier_request() {
+        model.simulatePrefixCache(true);
+        OpenAiChatModel chat = chatModel(Duration.ofSeconds(5));
+        String shared = "x".repeat(400);
+        TokenUsage first = chat.chat(ChatRequest.builder()
+                        .messages(UserMessage.from(shared), UserMessage.from("a"))
+                        .build())
+                .tokenUsage();
+        TokenUsage second = chat.chat(ChatRequest.builder()
+                        .messages(UserMessage.from(shared), UserMessage.from("b"))
+                        .build())
+                .tokenUsage();
+        assertThat(((dev.langchain4j.model.openai.OpenAiTokenUsage) first)
+                        .inputTokensDetails()
+                        .cachedTokens())
+                .isZero();
+        String a = model.requests().get(0).json().path("messages").toString();
+        String b = model.requests().get(1).json().path("messages").toString();
+        int common = 0;
+        while (a.charAt(common) == b.charAt(common)) {
+            common++;
+        }
+        assertThat(common).isGreaterThan(400);
+        assertThat(((dev.langchain4j.model.openai.OpenAiTokenUsage) second)
+                        .inputTokensDetails()
+                        .cachedTokens())
+                .isEqualTo(Math.min(second.inputTokenCount(), common / 4));
+    }
 }

@@ -28,8 +28,8 @@ import java.util.regex.Pattern;
  * finished pairs show some of them done: that is what the idempotency key (span, tool, arguments, ordinal of
  * the identical call) is built for. Repeats get the recorded result for free, and two identical expenses
  * keep ordinals 1 and 2 — subtracting the bookings already shown would send the second one as ordinal 1 and
- * lose it. Its own calls of the current turn are the ones with {@link #CALL_ID} ids (the prompt builder gives
- * earlier pairs ids of its own); once it has made them it answers.
+ * lose it. Its own calls of the current turn are the ones after the last user message (the prompt builder puts
+ * earlier pairs right after the messages they answered); once it has made them it answers.
  */
 public class OfflineDemoModel implements ChatModel {
     private static final Pattern SPENT_ON =
@@ -74,9 +74,10 @@ public class OfflineDemoModel implements ChatModel {
                 called = false;
             } else if (m instanceof UserMessage user) {
                 burst.add(user.singleText());
-            } else if (m instanceof AiMessage ai) {
-                called |=
-                        ai.toolExecutionRequests().stream().anyMatch(c -> c.id() != null && c.id().startsWith(CALL_ID));
+                ownResults.clear(); // calls made before a newer message were made for an earlier turn
+                called = false;
+            } else if (m instanceof AiMessage) {
+                called = true;
             } else if (m instanceof ToolExecutionResultMessage result) {
                 results.add(result.text());
                 if (called) {

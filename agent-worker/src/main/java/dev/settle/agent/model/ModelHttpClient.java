@@ -6,6 +6,8 @@ import dev.langchain4j.http.client.HttpClient;
 import dev.langchain4j.http.client.HttpClientBuilder;
 import dev.langchain4j.http.client.HttpRequest;
 import dev.langchain4j.http.client.SuccessfulHttpResponse;
+import dev.langchain4j.http.client.sse.ServerSentEvent;
+import dev.langchain4j.http.client.sse.ServerSentEventContext;
 import dev.langchain4j.http.client.sse.ServerSentEventListener;
 import dev.langchain4j.http.client.sse.ServerSentEventParser;
 
@@ -15,6 +17,8 @@ import java.net.URI;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 import static dev.langchain4j.http.client.sse.ServerSentEventListenerUtils.ignoringExceptions;
 import static java.nio.charset.StandardCharsets.UTF_8;
@@ -23,7 +27,8 @@ import static java.nio.charset.StandardCharsets.UTF_8;
  * The model's HTTP client, on {@code java.net.http} like langchain4j's own {@code JdkHttpClient} and doing the same
  * exchange, except that a refused request fails with a {@link StatusException} that keeps the response's
  * {@code Retry-After}. langchain4j 1.19's {@link HttpException} carries only the status
- * and the body, so without this the retry policy of {@link ModelStream} could not honour the header.
+ * and the body, so without this the retry policy of {@link ModelStream} could not honour the header. A streamed
+ * exchange can be closed at any moment through its {@link ModelCall}.
  */
 final class ModelHttpClient implements HttpClient {
 
@@ -116,35 +121,85 @@ final class ModelHttpClient implements HttpClient {
                 .build();
     }
 
+    /**
+     * Streams on {@code java.net.http}, registering the exchange and its body with the thread's {@link ModelCall} so
+     * that it can be closed before the first fragment. After a cancel, nothing more reaches the listener: the
+     * caller has settled the outcome, and the errors the closed exchange raises are its own doing.
+     */
     @Override
     public void execute(HttpRequest request, ServerSentEventParser parser, ServerSentEventListener listener) {
-        http.sendAsync(toJdk(request), HttpResponse.BodyHandlers.ofInputStream())
-                .thenAccept(response -> {
+        ModelCall call = ModelCall.current();
+        ServerSentEventListener live = new UnlessCancelled(listener, call);
+        CompletableFuture<HttpResponse<InputStream>> exchange =
+                http.sendAsync(toJdk(request), HttpResponse.BodyHandlers.ofInputStream());
+        call.exchange(exchange);
+        exchange.thenAccept(response -> {
+                    call.body(response.body());
                     if (response.statusCode() < 200 || response.statusCode() > 299) {
                         StatusException refused = new StatusException(
                                 response.statusCode(),
                                 readBody(response),
                                 response.headers().firstValue("Retry-After").orElse(null));
-                        ignoringExceptions(() -> listener.onError(refused));
+                        ignoringExceptions(() -> live.onError(refused));
                         return;
                     }
                     SuccessfulHttpResponse opened = SuccessfulHttpResponse.builder()
                             .statusCode(response.statusCode())
                             .headers(response.headers().map())
                             .build();
-                    ignoringExceptions(() -> listener.onOpen(opened));
+                    ignoringExceptions(() -> live.onOpen(opened));
                     try (InputStream in = response.body()) {
-                        parser.parse(in, listener);
-                        ignoringExceptions(listener::onClose);
-                    } catch (IOException e) {
-                        throw new RuntimeException(e);
+                        parser.parse(in, live);
+                        ignoringExceptions(live::onClose);
+                    } catch (IOException | RuntimeException e) {
+                        ignoringExceptions(() -> live.onError(e));
                     }
                 })
                 .exceptionally(e -> {
-                    Throwable error = e.getCause() instanceof HttpTimeoutException ? new TimeoutException(e) : e;
-                    ignoringExceptions(() -> listener.onError(error));
+                    Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                    Throwable error = cause instanceof HttpTimeoutException ? new TimeoutException(cause) : cause;
+                    ignoringExceptions(() -> live.onError(error));
                     return null;
                 });
+    }
+
+    /** Passes events on until the call is cancelled, then drops them. */
+    private record UnlessCancelled(ServerSentEventListener listener, ModelCall call)
+            implements ServerSentEventListener {
+        @Override
+        public void onOpen(SuccessfulHttpResponse response) {
+            if (!call.cancelled()) {
+                listener.onOpen(response);
+            }
+        }
+
+        @Override
+        public void onEvent(ServerSentEvent event) {
+            if (!call.cancelled()) {
+                listener.onEvent(event);
+            }
+        }
+
+        @Override
+        public void onEvent(ServerSentEvent event, ServerSentEventContext context) {
+            if (!call.cancelled()) {
+                listener.onEvent(event, context);
+            }
+        }
+
+        @Override
+        public void onError(Throwable error) {
+            if (!call.cancelled()) {
+                listener.onError(error);
+            }
+        }
+
+        @Override
+        public void onClose() {
+            if (!call.cancelled()) {
+                listener.onClose();
+            }
+        }
     }
 
     private java.net.http.HttpRequest toJdk(HttpRequest request) {

@@ -13,6 +13,8 @@ import dev.langchain4j.model.chat.response.PartialToolCall;
 import dev.langchain4j.model.chat.response.PartialToolCallContext;
 import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.chat.response.StreamingHandle;
+import dev.langchain4j.model.openai.OpenAiTokenUsage;
+import dev.langchain4j.model.output.TokenUsage;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.TurnControl;
@@ -39,14 +41,19 @@ import java.util.function.Consumer;
  * [backoff / 2, backoff] (backoff doubled per attempt), or the server's {@code Retry-After}
  * when it asks for longer. Any other 4xx (a bad request, a bad key) fails at once with the server's message, and
  * so does a Retry-After longer than the call timeout. A failure after output was streamed is not retried (that
- * would stream the text twice). An interrupt cancels the HTTP stream at once.
+ * would stream the text twice). An interrupt closes the HTTP exchange at once, in every phase: before the response
+ * headers, before the first token and mid-stream ({@link ModelCall}).
  */
 @Component
 public class ModelStream {
     private static final Logger log = LoggerFactory.getLogger(ModelStream.class);
 
-    /** The model's message and its token usage; {@code streamedChars} counts the text deltas delivered. */
-    public record Result(AiMessage message, int promptTokens, int completionTokens) {}
+    /**
+     * The model's message and its token usage as the server reported it: prompt tokens, the part of them served from
+     * the provider's prompt cache (OpenAI's {@code usage.prompt_tokens_details.cached_tokens}, which compatible servers
+     * such as vLLM report too; 0 when absent), and completion tokens.
+     */
+    public record Result(AiMessage message, int promptTokens, int cachedTokens, int completionTokens) {}
 
     public static class ModelFailedException extends RuntimeException {
         ModelFailedException(String message, Throwable cause) {
@@ -201,9 +208,11 @@ public class ModelStream {
             throws Exception {
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
         AtomicReference<StreamingHandle> handle = new AtomicReference<>();
+        ModelCall call = new ModelCall();
         control.whileStreaming(() -> {
             // settle the outcome first: cancelling makes the client report an error we must not mistake for one
             done.completeExceptionally(new TurnControl.Interrupted(control.interruptReason()));
+            call.cancel();
             StreamingHandle h = handle.get();
             if (h != null) {
                 h.cancel();
@@ -214,47 +223,9 @@ public class ModelStream {
             if (!tools.isEmpty()) {
                 request.toolSpecifications(tools);
             }
-            model.chat(request.build(), new StreamingChatResponseHandler() {
-                @Override
-                public void onPartialResponse(PartialResponse partial, PartialResponseContext context) {
-                    if (!keep(context.streamingHandle())) {
-                        return;
-                    }
-                    output.set(true);
-                    streamedChars.addAndGet(partial.text().length());
-                    deltas.accept(partial.text());
-                }
-
-                @Override
-                public void onPartialToolCall(PartialToolCall partial, PartialToolCallContext context) {
-                    keep(context.streamingHandle());
-                }
-
-                @Override
-                public void onPartialThinking(
-                        dev.langchain4j.model.chat.response.PartialThinking partial,
-                        dev.langchain4j.model.chat.response.PartialThinkingContext context) {
-                    keep(context.streamingHandle()); // a reasoning model's first fragments: cancellable too
-                }
-
-                private boolean keep(StreamingHandle h) {
-                    handle.set(h);
-                    if (done.isDone()) {
-                        h.cancel();
-                        return false;
-                    }
-                    return true;
-                }
-
-                @Override
-                public void onCompleteResponse(ChatResponse response) {
-                    done.complete(response);
-                }
-
-                @Override
-                public void onError(Throwable error) {
-                    done.completeExceptionally(error);
-                }
+            call.around(() -> {
+                model.chat(request.build(), handler(done, handle, output, streamedChars, deltas));
+                return null;
             });
             ChatResponse response;
             try {
@@ -265,6 +236,7 @@ public class ModelStream {
                 }
                 throw e;
             } catch (TimeoutException e) {
+                call.cancel();
                 StreamingHandle h = handle.get();
                 if (h != null) {
                     h.cancel();
@@ -274,14 +246,71 @@ public class ModelStream {
                 Thread.currentThread().interrupt();
                 throw new LeaseLostException();
             }
-            Integer in =
-                    response.tokenUsage() == null ? null : response.tokenUsage().inputTokenCount();
-            Integer out =
-                    response.tokenUsage() == null ? null : response.tokenUsage().outputTokenCount();
-            return new Result(response.aiMessage(), in == null ? 0 : in, out == null ? 0 : out);
+            return result(response);
         } finally {
             control.streamEnded();
         }
+    }
+
+    static Result result(ChatResponse response) {
+        TokenUsage usage = response.tokenUsage();
+        Integer in = usage == null ? null : usage.inputTokenCount();
+        Integer out = usage == null ? null : usage.outputTokenCount();
+        Integer cached = usage instanceof OpenAiTokenUsage openAi && openAi.inputTokensDetails() != null
+                ? openAi.inputTokensDetails().cachedTokens()
+                : null;
+        return new Result(
+                response.aiMessage(), in == null ? 0 : in, cached == null ? 0 : cached, out == null ? 0 : out);
+    }
+
+    private static StreamingChatResponseHandler handler(
+            CompletableFuture<ChatResponse> done,
+            AtomicReference<StreamingHandle> handle,
+            AtomicBoolean output,
+            AtomicInteger streamedChars,
+            Consumer<String> deltas) {
+        return new StreamingChatResponseHandler() {
+            @Override
+            public void onPartialResponse(PartialResponse partial, PartialResponseContext context) {
+                if (!keep(context.streamingHandle())) {
+                    return;
+                }
+                output.set(true);
+                streamedChars.addAndGet(partial.text().length());
+                deltas.accept(partial.text());
+            }
+
+            @Override
+            public void onPartialToolCall(PartialToolCall partial, PartialToolCallContext context) {
+                keep(context.streamingHandle());
+            }
+
+            @Override
+            public void onPartialThinking(
+                    dev.langchain4j.model.chat.response.PartialThinking partial,
+                    dev.langchain4j.model.chat.response.PartialThinkingContext context) {
+                keep(context.streamingHandle()); // a reasoning model's first fragments: cancellable too
+            }
+
+            private boolean keep(StreamingHandle h) {
+                handle.set(h);
+                if (done.isDone()) {
+                    h.cancel();
+                    return false;
+                }
+                return true;
+            }
+
+            @Override
+            public void onCompleteResponse(ChatResponse response) {
+                done.complete(response);
+            }
+
+            @Override
+            public void onError(Throwable error) {
+                done.completeExceptionally(error);
+            }
+        };
     }
 
     private static void checkStillWanted(TurnControl control) {

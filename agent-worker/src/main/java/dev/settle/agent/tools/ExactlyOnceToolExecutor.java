@@ -94,11 +94,22 @@ public class ExactlyOnceToolExecutor {
         private final Map<String, Integer> seen = new HashMap<>();
         private ToolExecutionRequest currentRequest;
         private String currentKey;
+        private Integer modelCall;
+        private Long answersVersion;
 
         TurnTools(SessionLease.Lease lease, long turnId, long spanFrom) {
             this.lease = lease;
             this.turnId = turnId;
             this.spanFrom = spanFrom;
+        }
+
+        /**
+         * Where the calls executed next sit in the conversation: made by model call {@code modelCall} of this turn,
+         * which answers the messages up to {@code answersVersion}.
+         */
+        public void position(int modelCall, long answersVersion) {
+            this.modelCall = modelCall;
+            this.answersVersion = answersVersion;
         }
 
         /** @return the result text the model gets for this call (an error text when it failed) */
@@ -134,7 +145,9 @@ public class ExactlyOnceToolExecutor {
                     recorded,
                     ordinal,
                     sideEffect,
-                    lease.token()));
+                    lease.token(),
+                    modelCall,
+                    answersVersion));
             if (row == null) {
                 throw new LeaseLostException();
             }
@@ -147,7 +160,7 @@ public class ExactlyOnceToolExecutor {
                         spanFrom);
                 return row.result();
             }
-            ToolExecutions.Start start = startWhenFree(row.id());
+            ToolExecutions.Start start = startWhenFree(row.id(), truncate(callId, 100));
             if (start == ToolExecutions.Start.IN_FLIGHT) {
                 log.warn(
                         "tool execution {}: an earlier attempt still holds it after {}; not applied by this turn",
@@ -164,7 +177,7 @@ public class ExactlyOnceToolExecutor {
                 throw new LeaseLostException();
             }
             currentRequest = ToolExecutionRequest.builder()
-                    .id(row.callId())
+                    .id(truncate(callId, 100))
                     .name(name)
                     .arguments(recorded)
                     .build();
@@ -191,10 +204,11 @@ public class ExactlyOnceToolExecutor {
          * Takes the call over; while an earlier attempt's transaction holds it, polls (never a blocking lock wait)
          * for at most {@link #inFlightWait}.
          */
-        private ToolExecutions.Start startWhenFree(long executionId) {
+        private ToolExecutions.Start startWhenFree(long executionId, String callId) {
             long deadline = System.nanoTime() + inFlightWait.toNanos();
             while (true) {
-                ToolExecutions.Start start = executions.tryStart(executionId, turnId, lease.token());
+                ToolExecutions.Start start =
+                        executions.tryStart(executionId, turnId, lease.token(), callId, modelCall, answersVersion);
                 if (start != ToolExecutions.Start.IN_FLIGHT || System.nanoTime() - deadline > 0) {
                     return start;
                 }

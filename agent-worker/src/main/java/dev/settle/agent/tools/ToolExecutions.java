@@ -29,8 +29,9 @@ import java.util.function.Supplier;
 public class ToolExecutions {
     static final String INSERT = """
             INSERT INTO tool_execution (session_id, turn_id, span_from, idem_key, call_id, tool_name, arguments_json,
-                                        ordinal, side_effect, status, lease_token, created_at)
-            SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, UTC_TIMESTAMP(6)
+                                        ordinal, side_effect, status, lease_token, model_call, answers_version,
+                                        created_at)
+            SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?, UTC_TIMESTAMP(6)
               FROM chat_session s WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
 
     static final String BY_KEY = "SELECT * FROM tool_execution WHERE idem_key = ?";
@@ -50,10 +51,15 @@ public class ToolExecutions {
     static final String LOCK_OWN = """
             SELECT id FROM tool_execution WHERE id = ? AND status = 'EXECUTING' AND lease_token = ? FOR UPDATE""";
 
-    /** Take a call over: ours now (a dead holder's EXECUTING, a reaped retryable FAILED, a PENDING). */
+    /**
+     * Take a call over: ours now (a dead holder's EXECUTING, a reaped retryable FAILED, a PENDING). The call sits
+     * where the taking turn's model made it (its call id and position, when given).
+     */
     static final String START = """
             UPDATE tool_execution t JOIN chat_session s ON s.id = t.session_id
                SET t.status = 'EXECUTING', t.lease_token = ?, t.turn_id = ?, t.started_at = UTC_TIMESTAMP(6),
+                   t.call_id = COALESCE(?, t.call_id), t.model_call = COALESCE(?, t.model_call),
+                   t.answers_version = COALESCE(?, t.answers_version),
                    t.retryable = FALSE, t.result = NULL, t.ended_at = NULL
              WHERE t.id = ? AND (t.status IN ('PENDING', 'EXECUTING') OR (t.status = 'FAILED' AND t.retryable))
                AND\s""" + SessionRules.LEASE_OURS;
@@ -106,7 +112,10 @@ public class ToolExecutions {
              WHERE session_id = ? AND span_from >= ? AND status IN ('COMPLETED', 'FAILED')
              ORDER BY id""";
 
-    /** One row. */
+    /**
+     * One row. {@code modelCall} (which model call of turn {@code turnId} made it) and {@code answersVersion} (the last
+     * version that turn answered) place it in later prompts; null for a row made without them.
+     */
     public record Execution(
             long id,
             long sessionId,
@@ -118,7 +127,40 @@ public class ToolExecutions {
             String status,
             boolean retryable,
             String result,
-            String leaseToken) {
+            String leaseToken,
+            Integer modelCall,
+            Long answersVersion,
+            long turnId) {
+        /** A row whose place in the conversation is not recorded. */
+        public Execution(
+                long id,
+                long sessionId,
+                long spanFrom,
+                String idemKey,
+                String callId,
+                String toolName,
+                String argumentsJson,
+                String status,
+                boolean retryable,
+                String result,
+                String leaseToken) {
+            this(
+                    id,
+                    sessionId,
+                    spanFrom,
+                    idemKey,
+                    callId,
+                    toolName,
+                    argumentsJson,
+                    status,
+                    retryable,
+                    result,
+                    leaseToken,
+                    null,
+                    null,
+                    0);
+        }
+
         public boolean done() {
             return "COMPLETED".equals(status) || ("FAILED".equals(status) && !retryable);
         }
@@ -135,7 +177,10 @@ public class ToolExecutions {
             rs.getString("status"),
             rs.getBoolean("retryable"),
             rs.getString("result"),
-            rs.getString("lease_token"));
+            rs.getString("lease_token"),
+            rs.getObject("model_call", Integer.class),
+            rs.getObject("answers_version", Long.class),
+            rs.getLong("turn_id"));
 
     private static final Logger log = LoggerFactory.getLogger(ToolExecutions.class);
     /** ER_LOCK_DEADLOCK: InnoDB rolled the statement's transaction back to break a cycle. */
@@ -215,8 +260,10 @@ public class ToolExecutions {
                                 ps.setInt(7, call.ordinal());
                                 ps.setBoolean(8, call.sideEffect());
                                 ps.setString(9, call.leaseToken());
-                                ps.setLong(10, call.sessionId());
-                                ps.setString(11, call.leaseToken());
+                                ps.setObject(10, call.modelCall());
+                                ps.setObject(11, call.answersVersion());
+                                ps.setLong(12, call.sessionId());
+                                ps.setString(13, call.leaseToken());
                                 return ps;
                             },
                             keys));
@@ -243,13 +290,22 @@ public class ToolExecutions {
      * the row is locked with {@code SKIP LOCKED} first, then moved ({@link #START}).
      */
     public Start tryStart(long id, long turnId, String leaseToken) {
+        return tryStart(id, turnId, leaseToken, null, null, null);
+    }
+
+    /** {@link #tryStart(long, long, String)}, placing the call where the taking turn's model made it. */
+    public Start tryStart(
+            long id, long turnId, String leaseToken, String callId, Integer modelCall, Long answersVersion) {
         return statement(
                 "start",
                 () -> tx.execute(status -> {
                     if (jdbc.queryForList(LOCK_IF_FREE, Long.class, id).isEmpty()) {
                         return Start.IN_FLIGHT;
                     }
-                    return jdbc.update(START, leaseToken, turnId, id, leaseToken) == 1 ? Start.STARTED : Start.REFUSED;
+                    return jdbc.update(START, leaseToken, turnId, callId, modelCall, answersVersion, id, leaseToken)
+                                    == 1
+                            ? Start.STARTED
+                            : Start.REFUSED;
                 }));
     }
 
@@ -298,5 +354,34 @@ public class ToolExecutions {
             String argumentsJson,
             int ordinal,
             boolean sideEffect,
-            String leaseToken) {}
+            String leaseToken,
+            Integer modelCall,
+            Long answersVersion) {
+        /** A call whose place in the conversation is not recorded (it goes at the end of its span). */
+        public Call(
+                long sessionId,
+                long turnId,
+                long spanFrom,
+                String idemKey,
+                String callId,
+                String toolName,
+                String argumentsJson,
+                int ordinal,
+                boolean sideEffect,
+                String leaseToken) {
+            this(
+                    sessionId,
+                    turnId,
+                    spanFrom,
+                    idemKey,
+                    callId,
+                    toolName,
+                    argumentsJson,
+                    ordinal,
+                    sideEffect,
+                    leaseToken,
+                    null,
+                    null);
+        }
+    }
 }

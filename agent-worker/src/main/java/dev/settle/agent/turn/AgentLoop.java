@@ -3,7 +3,9 @@ package dev.settle.agent.turn;
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.data.message.AiMessage;
 import dev.langchain4j.data.message.ChatMessage;
+import dev.langchain4j.data.message.SystemMessage;
 import dev.langchain4j.data.message.ToolExecutionResultMessage;
+import dev.langchain4j.data.message.UserMessage;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.SessionLease;
@@ -55,11 +57,39 @@ public class AgentLoop {
     static final class Usage {
         private int promptChars;
         private final AtomicInteger streamedChars = new AtomicInteger();
+        private int charsBeforeCall;
         private boolean callOpen;
 
         Turns.Spent spent() {
-            return new Turns.Spent(streamedChars.get(), callOpen, promptChars);
+            int streamed = streamedChars.get();
+            return new Turns.Spent(streamed, callOpen, promptChars, streamed - charsBeforeCall);
         }
+    }
+
+    /** The characters a request sends as text: contents, tool names and arguments, tool results. */
+    static int chars(List<ChatMessage> messages) {
+        int n = 0;
+        for (ChatMessage m : messages) {
+            n += switch (m) {
+                case SystemMessage s -> length(s.text());
+                case UserMessage u ->
+                    u.hasSingleText() ? length(u.singleText()) : u.toString().length();
+                case AiMessage a ->
+                    length(a.text())
+                            + (a.hasToolExecutionRequests()
+                                    ? a.toolExecutionRequests().stream()
+                                            .mapToInt(r -> length(r.name()) + length(r.arguments()))
+                                            .sum()
+                                    : 0);
+                case ToolExecutionResultMessage t -> length(t.text());
+                default -> m.toString().length();
+            };
+        }
+        return n;
+    }
+
+    private static int length(String s) {
+        return s == null ? 0 : s.length();
     }
 
     /** @return the reply text: everything the model streamed in this turn */
@@ -75,8 +105,8 @@ public class AgentLoop {
         StringBuilder text = new StringBuilder();
         for (int round = 1; ; round++) {
             boolean last = round >= maxRounds;
-            usage.promptChars =
-                    messages.stream().mapToInt(m -> m.toString().length()).sum();
+            usage.promptChars = chars(messages);
+            usage.charsBeforeCall = usage.streamedChars.get();
             usage.callOpen = true;
             ModelStream.Result result = model.call(
                     lease.sessionId(),
@@ -86,7 +116,8 @@ public class AgentLoop {
                     stream::delta,
                     usage.streamedChars);
             usage.callOpen = false;
-            if (!turns.countCall(lease, turnId, result.promptTokens(), result.completionTokens())) {
+            if (!turns.countCall(
+                    lease, turnId, result.promptTokens(), result.cachedTokens(), result.completionTokens())) {
                 throw new LeaseLostException();
             }
             AiMessage ai = result.message();
@@ -96,7 +127,9 @@ public class AgentLoop {
             if (!ai.hasToolExecutionRequests() || last) {
                 return text.toString();
             }
-            messages.add(ai);
+            // the calls alone, as every later prompt renders them from their rows: the requests stay prefix-stable
+            messages.add(AiMessage.from(ai.toolExecutionRequests()));
+            turnTools.position(round, turn.toVersion());
             for (ToolExecutionRequest call : ai.toolExecutionRequests()) {
                 if (!control.leaseAlive()) {
                     throw new LeaseLostException();

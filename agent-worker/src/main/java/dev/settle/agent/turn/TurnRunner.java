@@ -152,6 +152,7 @@ public class TurnRunner {
             } catch (ModelStream.ModelFailedException e) {
                 stream.finish();
                 failures.record(lease, turnId, turn, e.getMessage());
+                countTokens(turnId, "failed");
                 return TurnOutcome.FAILED;
             }
             persisted = stream.finish();
@@ -164,6 +165,7 @@ public class TurnRunner {
                     persisted.length(),
                     text.length());
             failures.record(lease, turnId, turn, "persisted stream differs from the model's text");
+            countTokens(turnId, "failed");
             return TurnOutcome.FAILED;
         }
         if (!control.leaseAlive()) {
@@ -171,6 +173,7 @@ public class TurnRunner {
         }
         return switch (replies.commit(lease, turnId, turn, text)) {
             case COMMITTED -> {
+                countTokens(turnId, "committed");
                 log.info(
                         "session {}: reply committed for versions {}-{}",
                         lease.sessionId(),
@@ -187,10 +190,26 @@ public class TurnRunner {
         };
     }
 
+    /**
+     * Adds a finished turn's tokens to {@code settle.model.tokens}, by kind (prompt, cached — the part of prompt a
+     * provider's cache served —, completion) and by the turn's outcome.
+     */
+    private Turns.Tokens countTokens(long turnId, String outcome) {
+        Turns.Tokens tokens = turns.tokensOf(turnId);
+        meters.counter("settle.model.tokens", "kind", "prompt", "outcome", outcome)
+                .increment(tokens.prompt());
+        meters.counter("settle.model.tokens", "kind", "cached", "outcome", outcome)
+                .increment(tokens.cached());
+        meters.counter("settle.model.tokens", "kind", "completion", "outcome", outcome)
+                .increment(tokens.completion());
+        return tokens;
+    }
+
     private TurnOutcome discard(
             SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String reason, AgentLoop.Usage usage) {
         if (turns.discard(lease, turnId, reason, usage.spent())) {
-            meters.counter("settle.discarded.tokens").increment(turns.tokens(turnId));
+            Turns.Tokens tokens = countTokens(turnId, "discarded");
+            meters.counter("settle.discarded.tokens").increment(tokens.prompt() + tokens.completion());
         }
         log.info(
                 "session {}: turn for versions {}-{} discarded ({})",

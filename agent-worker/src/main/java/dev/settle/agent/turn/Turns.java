@@ -45,8 +45,10 @@ public class Turns {
                AND\s""" + SessionRules.LEASE_OURS;
 
     /**
-     * The usage of a discarded turn whose last stream was cut off: estimated from characters (4 per token). The
-     * cut call counts as a model call: it was made, and its tokens were spent.
+     * The usage of a discarded turn whose last call was cut off before the server reported usage: estimated from
+     * characters (4 per token): the prompt from the request, the completion from what the call streamed; what the
+     * provider's cache served is unknown, so nothing is counted as cached. The cut call counts as a model call: it
+     * was made, and its tokens were spent.
      */
     static final String ESTIMATE_USAGE = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
@@ -68,7 +70,7 @@ public class Turns {
     static final String COUNT_CALLS = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
                SET t.model_calls = t.model_calls + 1, t.prompt_tokens = t.prompt_tokens + ?,
-                   t.completion_tokens = t.completion_tokens + ?
+                   t.cached_tokens = t.cached_tokens + ?, t.completion_tokens = t.completion_tokens + ?
              WHERE t.id = ? AND t.lease_token = ?
                AND\s""" + SessionRules.LEASE_OURS;
 
@@ -141,12 +143,30 @@ public class Turns {
      * What a discarded turn spent beyond the model calls already counted.
      *
      * @param streamedChars characters the model streamed in the whole turn
-     * @param callCutOff    the last model call was cut off mid-stream, so its tokens were never reported
+     * @param callCutOff    the last model call was cut off before the server reported its usage
      * @param promptChars   the prompt of that last call, in characters
+     * @param cutCallChars  characters that last call streamed before the cut
      */
-    public record Spent(int streamedChars, boolean callCutOff, int promptChars) {
+    public record Spent(int streamedChars, boolean callCutOff, int promptChars, int cutCallChars) {
         /** Nothing streamed, no call cut off. */
-        public static final Spent NONE = new Spent(0, false, 0);
+        public static final Spent NONE = new Spent(0, false, 0, 0);
+    }
+
+    /** A turn's token figures, summed over its model calls. */
+    public record Tokens(long prompt, long cached, long completion, boolean estimated) {}
+
+    static final String TOKENS = """
+            SELECT prompt_tokens, cached_tokens, completion_tokens, tokens_estimated FROM chat_turn WHERE id = ?""";
+
+    public Tokens tokensOf(long turnId) {
+        return jdbc.queryForObject(
+                TOKENS,
+                (rs, i) -> new Tokens(
+                        rs.getLong("prompt_tokens"),
+                        rs.getLong("cached_tokens"),
+                        rs.getLong("completion_tokens"),
+                        rs.getBoolean("tokens_estimated")),
+                turnId);
     }
 
     /** DISCARDED, with its reason and the tokens it spent, announced as turn.discarded. */
@@ -159,7 +179,7 @@ public class Turns {
                 jdbc.update(
                         ESTIMATE_USAGE,
                         spent.promptChars() / 4,
-                        spent.streamedChars() / 4,
+                        spent.cutCallChars() / 4,
                         turnId,
                         lease.token(),
                         lease.token());
@@ -175,16 +195,11 @@ public class Turns {
         }));
     }
 
-    /** Tokens (prompt + completion) spent by a discarded turn, for the metric. */
-    public long tokens(long turnId) {
-        Long tokens = jdbc.queryForObject(
-                "SELECT prompt_tokens + completion_tokens FROM chat_turn WHERE id = ?", Long.class, turnId);
-        return tokens == null ? 0 : tokens;
-    }
-
     /** @return false when the lease is no longer live (nothing counted) */
-    public boolean countCall(SessionLease.Lease lease, long turnId, int promptTokens, int completionTokens) {
-        int rows = jdbc.update(COUNT_CALLS, promptTokens, completionTokens, turnId, lease.token(), lease.token());
+    public boolean countCall(
+            SessionLease.Lease lease, long turnId, int promptTokens, int cachedTokens, int completionTokens) {
+        int rows = jdbc.update(
+                COUNT_CALLS, promptTokens, cachedTokens, completionTokens, turnId, lease.token(), lease.token());
         SessionLease.expectAtMostOne(rows, "count model call");
         return rows == 1;
     }

@@ -13,7 +13,8 @@ import java.util.List;
  * past max-wait while the user kept typing), and their timer may have fired while the lease was busy. This
  * arms the session's timer again from the conversation's own times, by the timer rule of {@link SessionRules}
  * (window after the last message, never past the oldest unanswered message's max-wait deadline), unless a timer is
- * already armed.
+ * already armed. The timer remembers the last message's time, so that a typing signal from before it does not hold
+ * the timer (the debounce worker's TypingHolds).
  *
  * <p>Two statements, not one {@code INSERT ... SELECT}: under REPEATABLE READ that select takes a shared lock
  * on the session row and holds it while the insert queues on the session's timer row, which the debounce
@@ -27,15 +28,17 @@ public class WorkWaker {
     /** Parameters: window and max-wait in microseconds, the session. */
     static final String PENDING = "SELECT "
             + SessionRules.timerFireAt("s.last_message_at", "s.oldest_unanswered_at", "?", "?") + " AS fire_at, "
-            + SessionRules.timerDeadline("s.oldest_unanswered_at", "?") + " AS deadline_at, s.version"
+            + SessionRules.timerDeadline("s.oldest_unanswered_at", "?")
+            + " AS deadline_at, s.version, s.last_message_at"
             + " FROM chat_session s WHERE s.id = ? AND s.oldest_unanswered_at IS NOT NULL AND " + SessionRules.HAS_WORK;
 
     static final String REARM = """
-            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at)
-            VALUES (?, ?, ?, ?, 'agent', UTC_TIMESTAMP(6))
+            INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at,
+                                        last_message_at)
+            VALUES (?, ?, ?, ?, 'agent', UTC_TIMESTAMP(6), ?)
             ON DUPLICATE KEY UPDATE session_id = debounce_timer.session_id""";
 
-    private record Pending(LocalDateTime fireAt, LocalDateTime deadlineAt, long version) {}
+    private record Pending(LocalDateTime fireAt, LocalDateTime deadlineAt, long version, LocalDateTime lastMessageAt) {}
 
     private final JdbcTemplate jdbc;
     private final long windowMicros;
@@ -53,7 +56,8 @@ public class WorkWaker {
                 (rs, i) -> new Pending(
                         rs.getObject("fire_at", LocalDateTime.class),
                         rs.getObject("deadline_at", LocalDateTime.class),
-                        rs.getLong("version")),
+                        rs.getLong("version"),
+                        rs.getObject("last_message_at", LocalDateTime.class)),
                 windowMicros,
                 maxWaitMicros,
                 maxWaitMicros,
@@ -64,7 +68,8 @@ public class WorkWaker {
                     sessionId,
                     dev.settle.schema.DbTime.text(p.fireAt()),
                     dev.settle.schema.DbTime.text(p.deadlineAt()),
-                    p.version());
+                    p.version(),
+                    dev.settle.schema.DbTime.text(p.lastMessageAt()));
         }
     }
 }

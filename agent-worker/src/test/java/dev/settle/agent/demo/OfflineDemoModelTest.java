@@ -73,19 +73,19 @@ class OfflineDemoModelTest {
     @Test
     void a_successor_repeats_every_booking_of_the_span_even_those_a_discarded_turn_finished() {
         // "coffee 4", booked by a turn that was then discarded by a second "coffee 4": the prompt shows the first
-        // booking as a finished pair (ids of the prompt builder); both coffees are asked for again, so the
-        // executor sees ordinals 1 (the recorded result) and 2 (a new row)
+        // booking as a finished pair right after the message it answered, with the id the model gave it; both
+        // coffees are asked for again, so the executor sees ordinals 1 (the recorded result) and 2 (a new row)
         ToolExecutionRequest earlier = ToolExecutionRequest.builder()
-                .id("call_settle_7")
+                .id("demo_call_1")
                 .name("create_transaction")
                 .arguments("{\"amount\": 4, \"category\": \"coffee\"}")
                 .build();
         List<ChatMessage> prompt = new ArrayList<>(List.of(
                 SystemMessage.from("system"),
                 UserMessage.from("coffee 4"),
-                UserMessage.from("coffee 4"),
                 AiMessage.from(earlier),
-                ToolExecutionResultMessage.from(earlier, "booked 4.00 under coffee")));
+                ToolExecutionResultMessage.from(earlier, "booked 4.00 under coffee"),
+                UserMessage.from("coffee 4")));
         AiMessage calls = answer(prompt, true);
         assertEquals(
                 List.of("{\"amount\": 4, \"category\": \"coffee\"}", "{\"amount\": 4, \"category\": \"coffee\"}"),

@@ -3,16 +3,22 @@ package dev.settle.ingest.accept;
 import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.MessageAccepted;
 import dev.settle.contracts.Topics;
+import dev.settle.contracts.TypingSignal;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Publishes {@link MessageAccepted} after the message committed. The event is a wake-up hint: if the
@@ -24,12 +30,21 @@ import java.util.concurrent.TimeUnit;
  * topic's metadata and rebootstraps) every {@code send} blocks for {@code max.block.ms} before it fails; on the
  * request thread that would make every 202 wait that long. An event that cannot be sent, or that finds the queue
  * ({@value #QUEUE_CAPACITY} events) full, is dropped with a warning: the sweeper answers its session.
+ *
+ * <p>{@link TypingSignal}s go the same way (same thread, topic and key, so a session's signals reach the debounce
+ * worker in order with its messages), but they yield to messages: a signal is dropped once the queue is half full,
+ * and a signal that is dropped or fails is counted ({@value #TYPING_METRIC}) and logged at most every
+ * {@value #TYPING_WARN_EVERY_MILLIS} ms. A lost signal costs at most a turn that starts early.
  */
 @Component
 class AcceptedEventPublisher implements DisposableBean {
     static final int QUEUE_CAPACITY = 10_000;
+    static final String TYPING_METRIC = "settle.typing.signals";
+    static final long TYPING_WARN_EVERY_MILLIS = 10_000;
     private static final Logger log = LoggerFactory.getLogger(AcceptedEventPublisher.class);
     private final KafkaTemplate<String, String> kafka;
+    private final MeterRegistry meters;
+    private final AtomicLong typingWarnedAt = new AtomicLong();
     private final ThreadPoolExecutor sender = new ThreadPoolExecutor(
             1,
             1,
@@ -38,8 +53,9 @@ class AcceptedEventPublisher implements DisposableBean {
             new ArrayBlockingQueue<>(QUEUE_CAPACITY),
             Thread.ofPlatform().name("accepted-event-publisher").daemon(true).factory());
 
-    public AcceptedEventPublisher(KafkaTemplate<String, String> kafka) {
+    public AcceptedEventPublisher(KafkaTemplate<String, String> kafka, MeterRegistry meters) {
         this.kafka = kafka;
+        this.meters = meters;
     }
 
     /** Queues the event and returns at once. */
@@ -51,6 +67,51 @@ class AcceptedEventPublisher implements DisposableBean {
                     "MessageAccepted for session {} v{} not published (publisher queue full or stopped); the sweeper will answer it",
                     accepted.sessionId(),
                     accepted.version());
+        }
+    }
+
+    /** Queues a typing signal unless the queue is half full; returns at once. */
+    public void publishTyping(long sessionPk, Instant signalAt) {
+        if (sender.getQueue().remainingCapacity() < QUEUE_CAPACITY / 2) {
+            typingLost("dropped", sessionPk, "publisher queue half full");
+            return;
+        }
+        try {
+            sender.execute(() -> sendTyping(sessionPk, signalAt));
+            meters.counter(TYPING_METRIC, "outcome", "queued").increment();
+        } catch (RejectedExecutionException e) {
+            typingLost("dropped", sessionPk, "publisher queue full or stopped");
+        }
+    }
+
+    private void sendTyping(long sessionPk, Instant signalAt) {
+        ProducerRecord<String, String> record = new ProducerRecord<>(
+                Topics.MESSAGE_ACCEPTED,
+                Long.toString(sessionPk),
+                EventCodec.encode(new TypingSignal(sessionPk, signalAt)));
+        record.headers().add(Topics.EVENT_TYPE, TypingSignal.TYPE.getBytes(StandardCharsets.UTF_8));
+        try {
+            kafka.send(record).whenComplete((result, error) -> {
+                if (error != null) {
+                    typingLost("failed", sessionPk, error.toString());
+                }
+            });
+        } catch (RuntimeException e) {
+            typingLost("failed", sessionPk, e.toString());
+        }
+    }
+
+    private void typingLost(String outcome, long sessionPk, String why) {
+        meters.counter(TYPING_METRIC, "outcome", outcome).increment();
+        long now = System.currentTimeMillis();
+        long last = typingWarnedAt.get();
+        if (now - last >= TYPING_WARN_EVERY_MILLIS && typingWarnedAt.compareAndSet(last, now)) {
+            log.warn(
+                    "TypingSignal for session {} {} ({}); further ones are counted in {}",
+                    sessionPk,
+                    outcome,
+                    why,
+                    TYPING_METRIC);
         }
     }
 

@@ -21,7 +21,10 @@ import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/** What a client changes in a session ({@code /v1/sessions/{id}}): its messages, its policy, a retry. */
+/**
+ * What a client changes in a session ({@code /v1/sessions/{id}}): its messages, its policy, a retry, and the hint
+ * that its user is typing.
+ */
 @RestController
 @ApiAccess(Caller.Role.TENANT)
 @RequestMapping("/v1/sessions/{sessionId}")
@@ -32,6 +35,7 @@ public class SessionWriteController {
     private final SessionViews views;
     private final SessionPolicies policies;
     private final FailedTurnRetry retries;
+    private final TypingSignals typing;
     private final MeterRegistry meters;
 
     public SessionWriteController(
@@ -41,6 +45,7 @@ public class SessionWriteController {
             SessionViews views,
             SessionPolicies policies,
             FailedTurnRetry retries,
+            TypingSignals typing,
             MeterRegistry meters) {
         this.settings = settings;
         this.acceptance = acceptance;
@@ -48,6 +53,7 @@ public class SessionWriteController {
         this.views = views;
         this.policies = policies;
         this.retries = retries;
+        this.typing = typing;
         this.meters = meters;
     }
 
@@ -94,5 +100,20 @@ public class SessionWriteController {
         body.put("sessionId", sessionId);
         body.put("version", session.version());
         return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
+    }
+
+    /**
+     * The user is typing: 202 for any valid call, whether or not the session exists in the caller's tenant; nothing
+     * is stored and no session is created ({@link TypingSignals}).
+     */
+    @PostMapping("/typing")
+    public ResponseEntity<Void> typing(
+            @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
+            @PathVariable String sessionId,
+            HttpServletRequest request)
+            throws IOException {
+        TypingRequest.check(sessionId, request, settings);
+        typing.signal(tenant, sessionId);
+        return ResponseEntity.status(HttpStatus.ACCEPTED).build();
     }
 }

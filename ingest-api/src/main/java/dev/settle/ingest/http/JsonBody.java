@@ -35,6 +35,26 @@ public final class JsonBody {
         }
     }
 
+    /**
+     * An optional JSON body: null when the request has none (whatever its {@code Content-Type}), else the parsed
+     * body by the rules of {@link #read} (the size limit is checked first here, as the body is read to see whether
+     * there is one).
+     */
+    public static JsonNode readOptional(HttpServletRequest request, int maxBytes, JsonMapper json) throws IOException {
+        byte[] body = readBody(request, maxBytes);
+        if (body.length == 0) {
+            return null;
+        }
+        checkContentType(request.getContentType());
+        checkUtf8(body);
+        try {
+            return json.readTree(body);
+        } catch (JacksonException e) {
+            throw ApiProblem.badRequest(
+                    "malformed-json", "the body is not valid UTF-8 JSON: " + e.getOriginalMessage());
+        }
+    }
+
     static void checkContentType(String contentType) {
         MediaType type;
         try {

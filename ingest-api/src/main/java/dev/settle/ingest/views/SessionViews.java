@@ -8,6 +8,8 @@ import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,15 +20,34 @@ import java.util.Map;
 public class SessionViews {
     /**
      * generating: a live lease; waiting: a debounce timer is armed; idle otherwise. Lease expiry is judged
-     * on the database clock, like every lease decision.
+     * on the database clock, like every lease decision. The armed timer, if any, comes with when it fires, why
+     * ({@link SessionRules#TIMER_CAUSE}) and, while a typing signal holds it, until when. The debounce window in
+     * effect is the one the debounce worker recorded for the session's latest message ({@code session_pacing}; none
+     * while the adaptive window is off or before its first message was armed). The token sums cover every turn of
+     * the session, and apart those of its discarded turns. Parameters: default policy, then tenant and session id
+     * twice.
      */
     static final String SESSION = "SELECT s.id, s.external_id, s.version, s.replied_version, "
             + SessionRules.EFFECTIVE_POLICY + " AS policy, "
-            + SessionRules.LEASE_LIVE + " AS generating, " + """
-                   (SELECT COALESCE(SUM(t.prompt_tokens + t.completion_tokens), 0) FROM chat_turn t
-                     WHERE t.session_id = s.id AND t.state = 'DISCARDED') AS discarded_tokens,
-                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS waiting
+            + SessionRules.LEASE_LIVE + " AS generating, "
+            + SessionRules.TIMER_CAUSE + " AS timer_cause, " + """
+                   COALESCE(u.prompt, 0) AS prompt, COALESCE(u.cached, 0) AS cached,
+                   COALESCE(u.completion, 0) AS completion, COALESCE(u.estimated, 0) AS estimated,
+                   COALESCE(u.d_prompt, 0) AS d_prompt, COALESCE(u.d_cached, 0) AS d_cached,
+                   COALESCE(u.d_completion, 0) AS d_completion,
+                   d.session_id IS NOT NULL AS waiting, d.fire_at AS timer_fire_at, d.held_until AS timer_held_until,
+                   p.window_micros, p.window_cause
               FROM chat_session s
+              LEFT JOIN debounce_timer d ON d.session_id = s.id
+              LEFT JOIN session_pacing p ON p.session_id = s.id
+              LEFT JOIN (SELECT t.session_id, SUM(t.prompt_tokens) AS prompt, SUM(t.cached_tokens) AS cached,
+                                SUM(t.completion_tokens) AS completion, MAX(t.tokens_estimated) AS estimated,
+                                SUM(CASE WHEN t.state = 'DISCARDED' THEN t.prompt_tokens ELSE 0 END) AS d_prompt,
+                                SUM(CASE WHEN t.state = 'DISCARDED' THEN t.cached_tokens ELSE 0 END) AS d_cached,
+                                SUM(CASE WHEN t.state = 'DISCARDED' THEN t.completion_tokens ELSE 0 END) AS d_completion
+                           FROM chat_turn t JOIN chat_session x ON x.id = t.session_id
+                          WHERE x.tenant_id = ? AND x.external_id = ?
+                          GROUP BY t.session_id) u ON u.session_id = s.id
              WHERE s.tenant_id = ? AND s.external_id = ?""";
 
     /**
@@ -56,8 +77,8 @@ public class SessionViews {
 
     /** Parameters: session, after id (0 for the first page), rows. */
     static final String TURNS = """
-            SELECT id, state, from_version, to_version, reason, model_calls, prompt_tokens, completion_tokens,
-                   tokens_estimated, started_at, ended_at
+            SELECT id, state, from_version, to_version, reason, model_calls, prompt_tokens, cached_tokens,
+                   completion_tokens, tokens_estimated, started_at, ended_at
               FROM chat_turn WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?""";
 
     /** The range of DATETIME(6), in microseconds since the epoch. */
@@ -74,6 +95,41 @@ public class SessionViews {
         }
     }
 
+    /**
+     * The session's debounce timer: {@code armed} false when none; else when it fires, why, and {@code heldUntil}
+     * (the end of the typing hold that sets the fire time, null when no hold does).
+     */
+    public record Debounce(boolean armed, Instant fireAt, Instant heldUntil, String cause) {
+        static final Debounce NONE = new Debounce(false, null, null, null);
+
+        Map<String, Object> body() {
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("armed", armed);
+            if (armed) {
+                body.put("fireAt", fireAt.toString());
+                body.put("heldUntil", heldUntil == null ? null : heldUntil.toString());
+                body.put("cause", cause);
+            }
+            return body;
+        }
+    }
+
+    /**
+     * Tokens billed for a set of turns: prompt, the part of it a provider's cache served, completion, and whether
+     * any figure is an estimate (a call cut off before its usage was reported).
+     */
+    public record Tokens(long prompt, long cached, long completion, boolean estimated) {
+        Map<String, Object> body() {
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("prompt", prompt);
+            body.put("cached", cached);
+            body.put("completion", completion);
+            body.put("estimated", estimated);
+            return body;
+        }
+    }
+
+    /** @param tokens every turn's; @param discarded the discarded turns' (estimated: as for all turns) */
     public record SessionView(
             long pk,
             String sessionId,
@@ -81,7 +137,16 @@ public class SessionViews {
             long repliedVersion,
             String state,
             String policy,
-            long discardedTokens) {
+            Tokens tokens,
+            Tokens discarded,
+            Debounce debounce,
+            Long windowMs,
+            String windowCause) {
+        /** Prompt plus completion tokens of the discarded turns. */
+        public long discardedTokens() {
+            return discarded.prompt() + discarded.completion();
+        }
+
         public Map<String, Object> body() {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("sessionId", sessionId);
@@ -89,7 +154,15 @@ public class SessionViews {
             body.put("repliedVersion", repliedVersion);
             body.put("state", state);
             body.put("policy", policy);
-            body.put("discardedTokens", discardedTokens);
+            body.put("discardedTokens", discardedTokens());
+            Map<String, Object> tokenBody = tokens.body();
+            Map<String, Object> discardedBody = discarded.body();
+            discardedBody.remove("estimated");
+            tokenBody.put("discarded", discardedBody);
+            body.put("tokens", tokenBody);
+            body.put("debounce", debounce.body());
+            body.put("windowMs", windowMs);
+            body.put("windowCause", windowCause);
             return body;
         }
     }
@@ -112,14 +185,44 @@ public class SessionViews {
                         rs.getLong("replied_version"),
                         rs.getBoolean("generating") ? "generating" : rs.getBoolean("waiting") ? "waiting" : "idle",
                         rs.getString("policy"),
-                        rs.getLong("discarded_tokens")),
+                        new Tokens(
+                                rs.getLong("prompt"),
+                                rs.getLong("cached"),
+                                rs.getLong("completion"),
+                                rs.getBoolean("estimated")),
+                        new Tokens(
+                                rs.getLong("d_prompt"),
+                                rs.getLong("d_cached"),
+                                rs.getLong("d_completion"),
+                                rs.getBoolean("estimated")),
+                        debounce(rs),
+                        windowMillis(rs.getObject("window_micros", Long.class)),
+                        rs.getString("window_cause")),
                 defaultPolicy,
+                tenant,
+                sessionId,
                 tenant,
                 sessionId);
         if (rows.isEmpty()) {
             throw ApiProblem.notFound("no session " + sessionId);
         }
         return rows.getFirst();
+    }
+
+    private static Debounce debounce(ResultSet rs) throws SQLException {
+        if (!rs.getBoolean("waiting")) {
+            return Debounce.NONE;
+        }
+        String cause = rs.getString("timer_cause");
+        return new Debounce(
+                true,
+                DbTime.instant(rs, "timer_fire_at"),
+                "typing".equals(cause) ? DbTime.instant(rs, "timer_held_until") : null,
+                cause);
+    }
+
+    private static Long windowMillis(Long micros) {
+        return micros == null ? null : micros / 1_000;
     }
 
     /**
@@ -208,6 +311,7 @@ public class SessionViews {
                     t.put("reason", rs.getString("reason"));
                     t.put("modelCalls", rs.getInt("model_calls"));
                     t.put("promptTokens", rs.getInt("prompt_tokens"));
+                    t.put("cachedTokens", rs.getInt("cached_tokens"));
                     t.put("completionTokens", rs.getInt("completion_tokens"));
                     t.put("tokensEstimated", rs.getBoolean("tokens_estimated"));
                     t.put("startedAt", DbTime.instant(rs, "started_at").toString());
