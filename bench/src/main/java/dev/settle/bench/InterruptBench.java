@@ -23,13 +23,14 @@ import java.util.function.UnaryOperator;
  */
 final class InterruptBench {
     static final Duration SILENCE = Duration.ofSeconds(5);
-    private static final Duration SETTLE = Duration.ofMillis(500);
+    static final Duration SETTLE = Duration.ofMillis(500);
 
     /** A phase of the model's answer and how the double's first answer of a session is shaped to sit in it. */
     enum Phase {
         BEFORE_HEADERS("before the response headers", r -> r.delay(SILENCE)),
-        BEFORE_FIRST_TOKEN("headers sent, before the first token", r -> r.delay(Duration.ZERO)
-                .firstEventDelay(SILENCE)),
+        BEFORE_FIRST_TOKEN(
+                "headers sent, before the first token",
+                r -> r.delay(Duration.ZERO).firstEventDelay(SILENCE)),
         MID_STREAM("mid-stream", r -> r.delay(Duration.ZERO).chunkSize(2).chunkDelay(Duration.ofMillis(250)));
 
         final String label;
@@ -79,7 +80,9 @@ final class InterruptBench {
                 if (cut == null || newer == null) {
                     notCut++;
                 } else {
-                    Load.record(latency, Math.max(0, Duration.between(newer, cut.at()).toNanos() / 1000));
+                    Load.record(
+                            latency,
+                            Math.max(0, Duration.between(newer, cut.at()).toNanos() / 1000));
                 }
             }
             Bench.log("interrupts, " + phase.label + ": p50 " + IngestBench.fmt(Load.ms(latency, 50)) + " ms, p99 "
@@ -103,8 +106,8 @@ final class InterruptBench {
              WHERE s.external_id = ? AND m.version = ?""";
 
     private static Instant committedAt(JdbcTemplate jdbc, String sid, long version) {
-        List<Instant> at = jdbc.query(
-                COMMITTED_AT, (rs, i) -> dev.settle.schema.DbTime.instant(rs, "created_at"), sid, version);
+        List<Instant> at =
+                jdbc.query(COMMITTED_AT, (rs, i) -> dev.settle.schema.DbTime.instant(rs, "created_at"), sid, version);
         return at.isEmpty() ? null : at.getFirst();
     }
 }

@@ -87,8 +87,8 @@ final class Load {
         try {
             HttpResponse<String> created = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
             if (created.statusCode() != 201) {
-                throw new IllegalStateException("creating tenant " + id + ": HTTP " + created.statusCode() + " "
-                        + created.body());
+                throw new IllegalStateException(
+                        "creating tenant " + id + ": HTTP " + created.statusCode() + " " + created.body());
             }
             return tools.jackson.databind.json.JsonMapper.builder()
                     .build()

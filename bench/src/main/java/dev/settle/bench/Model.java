@@ -108,7 +108,8 @@ final class Model implements AutoCloseable {
                 .chunkSize(16)
                 .usage(promptTokens, cachedTokens, completion);
         if (first) {
-            for (Map.Entry<String, java.util.function.UnaryOperator<ModelResponse>> shape : firstCallShapes.entrySet()) {
+            for (Map.Entry<String, java.util.function.UnaryOperator<ModelResponse>> shape :
+                    firstCallShapes.entrySet()) {
                 if (sid.startsWith(shape.getKey())) {
                     return shape.getValue().apply(answer);
                 }

@@ -46,9 +46,6 @@ final class PipelineBench {
             settings.put("settle.webhook.url", hooks.url());
             settings.put("settle.debounce.window", o.window().toMillis() + "ms");
             settings.put("settle.debounce.maxwait", o.maxWait().toMillis() + "ms");
-            // the strategies are compared under the fixed window: all their sessions share one tenant, whose
-            // learned window would otherwise carry one strategy's pauses into the others' sessions
-            settings.put("settle.debounce.adaptive", "false");
             try (Infra.Scenario s = infra.new Scenario("pipeline", settings)) {
                 ConfigurableApplicationContext ingest = s.ingest();
                 s.debounce();

@@ -527,7 +527,8 @@ final class Report {
 
                 | phase | cuts | not cut | p50 | p99 | max |
                 |---|---|---|---|---|---|
-                """.formatted(o.interruptSessions(), InterruptBench.SILENCE.toSeconds(), 500));
+                """.formatted(
+                        o.interruptSessions(), InterruptBench.SILENCE.toSeconds(), InterruptBench.SETTLE.toMillis()));
         for (InterruptBench.Cuts c : r.interrupts()) {
             md.append("| %s | %d | %d | %s ms | %s ms | %s ms |\n"
                     .formatted(

@@ -114,13 +114,20 @@ final class StrategyBench {
 
     private static Map<String, Object> settings(Bench.Options o, Model model, Hooks hooks, boolean adaptive) {
         return Map.of(
-                "settle.llm.url", model.baseUrl(),
-                "settle.llm.timeout", "60s",
-                "settle.webhook.url", hooks.url(),
-                "settle.debounce.window", o.window().toMillis() + "ms",
-                "settle.debounce.maxwait", o.maxWait().toMillis() + "ms",
-                "settle.debounce.adaptive", String.valueOf(adaptive),
-                "settle.admin-key", Infra.ADMIN_KEY);
+                "settle.llm.url",
+                model.baseUrl(),
+                "settle.llm.timeout",
+                "60s",
+                "settle.webhook.url",
+                hooks.url(),
+                "settle.debounce.window",
+                o.window().toMillis() + "ms",
+                "settle.debounce.maxwait",
+                o.maxWait().toMillis() + "ms",
+                "settle.debounce.adaptive",
+                String.valueOf(adaptive),
+                "settle.admin-key",
+                Infra.ADMIN_KEY);
     }
 
     /** The fixed-window strategies, then (on the same stack) the interrupt latency by phase into {@code cuts}. */
@@ -201,7 +208,17 @@ final class StrategyBench {
                 // the fresh session's burst has the gaps of the typists' first measured burst
                 int session = i;
                 users.execute(() -> burst(
-                        o, base, sid, Infra.API_KEY, 0, plan(o, session, o.warmBursts()), ADAPTIVE, null, hooks, fresh, true));
+                        o,
+                        base,
+                        sid,
+                        Infra.API_KEY,
+                        0,
+                        plan(o, session, o.warmBursts()),
+                        ADAPTIVE,
+                        null,
+                        hooks,
+                        fresh,
+                        true));
             }
         }
         Load.sleep(Duration.ofSeconds(2));
@@ -396,7 +413,8 @@ final class StrategyBench {
                 completion / n,
                 total == 0 ? 0 : discarded / (double) total,
                 finalAnswer);
-        Bench.log("strategies: " + strategy + ", " + workload.label + ": calls/burst " + IngestBench.fmt(row.callsPerBurst())
+        Bench.log("strategies: " + strategy + ", " + workload.label + ": calls/burst "
+                + IngestBench.fmt(row.callsPerBurst())
                 + ", tokens on discarded turns " + IngestBench.fmt(row.discardedShare() * 100) + " %, final p50 "
                 + IngestBench.fmt(Load.ms(finalAnswer, 50)) + " ms");
         return row;
@@ -425,7 +443,7 @@ final class StrategyBench {
     static final String TOKENS_OF_BURST = """
             SELECT COALESCE(SUM(t.model_calls), 0) AS calls,
                    COALESCE(SUM(t.prompt_tokens), 0) AS prompt,
-                   COALESCE(SUM(t.cached_prompt_tokens), 0) AS cached,
+                   COALESCE(SUM(t.cached_tokens), 0) AS cached,
                    COALESCE(SUM(t.completion_tokens), 0) AS completion,
                    COALESCE(SUM(CASE WHEN t.state = 'DISCARDED' THEN t.prompt_tokens + t.completion_tokens END), 0)
                      AS discarded
