@@ -67,6 +67,19 @@ final class InterruptBench {
                 }
             }
         }
+        // the last newer messages were just posted: give their cuts time to be seen (a cut takes tens of ms)
+        PipelineBench.await(Duration.ofSeconds(10), () -> {
+            for (Phase phase : Phase.values()) {
+                for (int i = 0; i < n; i++) {
+                    List<Model.Call> calls = model.callsOf(phase.prefix() + i);
+                    if (calls.isEmpty()
+                            || model.dbl.disconnect(calls.getFirst().sequence()).isEmpty()) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        });
         for (Phase phase : Phase.values()) {
             Histogram latency = Load.micros();
             int notCut = 0;

@@ -38,6 +38,11 @@ final class Model implements AutoCloseable {
             return minMs == maxMs ? minMs : ThreadLocalRandom.current().nextLong(minMs, maxMs + 1);
         }
 
+        /** The same draw for the same seed. */
+        long draw(long seed) {
+            return minMs == maxMs ? minMs : new java.util.SplittableRandom(seed).nextLong(minMs, maxMs + 1);
+        }
+
         String describe() {
             return minMs == maxMs ? minMs + " ms fixed" : "uniform " + minMs + "–" + maxMs + " ms";
         }
@@ -68,9 +73,27 @@ final class Model implements AutoCloseable {
     /** Every prompt served so far, per session, as the prefix cache sees it. */
     private final Map<String, ConcurrentLinkedQueue<String>> prompts = new ConcurrentHashMap<>();
 
+    private final boolean paired;
+
     Model(Latency latency) {
+        this(latency, false);
+    }
+
+    /**
+     * @param paired draw each call's latency from its session's number and its last user message without the
+     *     session tag, so that the i-th session of every strategy waits as long for the same message: strategies
+     *     are compared on the same model times, not on the luck of the draw
+     */
+    Model(Latency latency, boolean paired) {
         this.latency = latency;
+        this.paired = paired;
         dbl.respondWith(this::answer);
+    }
+
+    private static long pairKey(String sid, String lastUserText) {
+        String number = sid.substring(sid.lastIndexOf('-') + 1);
+        String text = lastUserText == null ? "" : SID.matcher(lastUserText).replaceAll("");
+        return (number + "|" + text).hashCode() * 0x9E3779B97F4A7C15L;
     }
 
     /** The first call of every session whose id starts with {@code sidPrefix} is answered as {@code shape} makes it. */
@@ -88,10 +111,10 @@ final class Model implements AutoCloseable {
 
     private ModelResponse answer(ModelRequest request) {
         long now = System.nanoTime();
-        long delay = latency.draw();
         String user = request.allUserTextSinceLastAssistant();
         Matcher m = SID.matcher(request.body());
         String sid = m.find() ? m.group(1) : "?";
+        long delay = paired ? latency.draw(pairKey(sid, request.lastUserText())) : latency.draw();
         String prompt = promptText(request);
         String text = "Noted, " + sid + ": " + (user.length() > 200 ? user.substring(user.length() - 200) : user)
                 + " — all booked, nothing else to do.";

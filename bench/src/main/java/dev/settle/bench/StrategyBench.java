@@ -99,7 +99,7 @@ final class StrategyBench {
         var rec = o.profile() ? Profiler.start("strategies") : null;
         List<Row> rows = new ArrayList<>();
         List<InterruptBench.Cuts> interrupts = new ArrayList<>();
-        try (Model model = new Model(o.latency());
+        try (Model model = new Model(o.latency(), true);
                 Hooks hooks = new Hooks()) {
             try (Infra.Scenario s = infra.new Scenario("strategies", settings(o, model, hooks, false))) {
                 rows.addAll(fixedWindow(s, o, model, hooks, interrupts));
