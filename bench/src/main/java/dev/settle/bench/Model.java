@@ -3,6 +3,7 @@ package dev.settle.bench;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelRequest;
 import dev.settle.testsupport.ModelResponse;
+import dev.settle.testsupport.PrefixCache;
 
 import java.time.Duration;
 import java.util.List;
@@ -58,11 +59,6 @@ final class Model implements AutoCloseable {
             int cachedTokens,
             int completionTokens) {}
 
-    /** Characters per token of the double's usage figures. */
-    private static final int CHARS_PER_TOKEN = 4;
-    /** The simulated prefix cache stores whole blocks of this many tokens (vLLM's default block size). */
-    private static final int CACHE_BLOCK_TOKENS = 16;
-
     final ModelDouble dbl = ModelDouble.start();
     private volatile Latency latency;
     final ConcurrentLinkedQueue<Call> calls = new ConcurrentLinkedQueue<>();
@@ -70,8 +66,8 @@ final class Model implements AutoCloseable {
     /** Sessions whose id starts with a key: their first call's answer is reshaped by the value. */
     private final Map<String, java.util.function.UnaryOperator<ModelResponse>> firstCallShapes =
             new ConcurrentHashMap<>();
-    /** Every prompt served so far, per session, as the prefix cache sees it. */
-    private final Map<String, ConcurrentLinkedQueue<String>> prompts = new ConcurrentHashMap<>();
+    /** A provider's prompt cache, simulated per session. */
+    private final PrefixCache prefixCache = new PrefixCache();
 
     private final boolean paired;
 
@@ -115,12 +111,12 @@ final class Model implements AutoCloseable {
         Matcher m = SID.matcher(request.body());
         String sid = m.find() ? m.group(1) : "?";
         long delay = paired ? latency.draw(pairKey(sid, request.lastUserText())) : latency.draw();
-        String prompt = promptText(request);
+
         String text = "Noted, " + sid + ": " + (user.length() > 200 ? user.substring(user.length() - 200) : user)
                 + " — all booked, nothing else to do.";
-        int promptTokens = Math.max(1, prompt.length() / CHARS_PER_TOKEN);
-        int cachedTokens = cached(sid, prompt);
-        int completion = Math.max(1, text.length() / CHARS_PER_TOKEN);
+        int promptTokens = PrefixCache.tokens(PrefixCache.prompt(request));
+        int cachedTokens = prefixCache.remember(sid, request);
+        int completion = PrefixCache.tokens(text);
         Call call = new Call(sid, request.sequence(), now, delay, promptTokens, cachedTokens, completion);
         calls.add(call);
         ConcurrentLinkedQueue<Call> ofSid = bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>());
@@ -139,43 +135,6 @@ final class Model implements AutoCloseable {
             }
         }
         return answer;
-    }
-
-    /** The request's messages in order, as one text: what a provider's prompt cache keys on. */
-    private static String promptText(ModelRequest request) {
-        StringBuilder text = new StringBuilder();
-        for (ModelRequest.Msg m : request.messages()) {
-            text.append(m.role()).append('\u0000');
-            if (m.content() != null) {
-                text.append(m.content());
-            }
-            m.toolCalls().forEach(c -> text.append('\u0001').append(c));
-            if (m.toolCallId() != null) {
-                text.append('\u0002').append(m.toolCallId());
-            }
-            text.append('\u0003');
-        }
-        return text.toString();
-    }
-
-    /**
-     * A provider's prefix cache, simulated: the longest prefix this prompt shares with an earlier prompt of the
-     * same session, in whole cache blocks; the prompt is then remembered.
-     */
-    private int cached(String sid, String prompt) {
-        ConcurrentLinkedQueue<String> earlier = prompts.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>());
-        int common = 0;
-        for (String e : earlier) {
-            int n = Math.min(e.length(), prompt.length());
-            int i = 0;
-            while (i < n && e.charAt(i) == prompt.charAt(i)) {
-                i++;
-            }
-            common = Math.max(common, i);
-        }
-        earlier.add(prompt);
-        int tokens = common / CHARS_PER_TOKEN;
-        return tokens / CACHE_BLOCK_TOKENS * CACHE_BLOCK_TOKENS;
     }
 
     List<Call> callsOf(String sid) {

@@ -475,8 +475,8 @@ final class Report {
                 covering the burst's last accepted message − that message's POST. Tokens: Settle's own per-turn
                 accounting (`chat_turn`: the usage the double reported; for a stream cut by an interrupt, estimated
                 from what was sent and streamed); naive: the usage the double reported. The double simulates a
-                provider's prefix cache (whole blocks of 16 tokens shared with an earlier prompt of the session,
-                4 characters a token) and reports those as cached prompt tokens.
+                provider's prefix cache (the longest prefix a prompt shares with an earlier prompt of its session,
+                4 characters of the messages' JSON a token) and reports it as cached prompt tokens.
 
                 | strategy | workload | bursts | model calls per burst | prompt / cached / completion tokens per burst | tokens on discarded turns | replies / stale / duplicate per burst | rejected per burst | final answer p50 | p99 | unanswered |
                 |---|---|---|---|---|---|---|---|---|---|---|

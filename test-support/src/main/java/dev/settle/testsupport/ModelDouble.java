@@ -186,7 +186,7 @@ public final class ModelDouble implements AutoCloseable {
             return;
         }
         requests.add(request);
-        int cached = prefixCache.remember(request);
+        int cached = prefixCache.remember("", request);
         ModelResponse response;
         try {
             response = Objects.requireNonNull(script.apply(request), "script returned null");

@@ -2,29 +2,50 @@ package dev.settle.testsupport;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The prompt cache of a simulated provider: it remembers the messages of every request and tells how much of a new
  * request's messages an earlier one already began with. The prefix is measured on the messages' JSON as sent (roles,
  * contents, tool calls and their ids), so anything that changes an early message breaks the cache from there on.
+ * Requests are compared within a partition (a key the caller chooses, e.g. one per conversation), so a long run
+ * does not compare every request with every other.
  */
-final class PrefixCache {
-    static final int CHARS_PER_TOKEN = 4;
+public final class PrefixCache {
+    /** Tokens are counted as this many characters of the messages' JSON. */
+    public static final int CHARS_PER_TOKEN = 4;
 
-    private final List<String> seen = new ArrayList<>();
+    private final Map<String, List<String>> seen = new ConcurrentHashMap<>();
 
-    /** @return cached tokens for {@code request}: its longest common prefix with an earlier request, in tokens */
-    synchronized int remember(ModelRequest request) {
-        String messages = request.json().path("messages").toString();
+    /** The request's prompt as the cache and the token counts see it: its messages' JSON. */
+    public static String prompt(ModelRequest request) {
+        return request.json().path("messages").toString();
+    }
+
+    /** Tokens of a prompt, at {@value #CHARS_PER_TOKEN} characters a token (at least 1). */
+    public static int tokens(String prompt) {
+        return Math.max(1, prompt.length() / CHARS_PER_TOKEN);
+    }
+
+    /**
+     * @return cached tokens for {@code request}: its longest common prefix with an earlier request of the same
+     *     partition, in tokens; the request is then remembered
+     */
+    public int remember(String partition, ModelRequest request) {
+        String messages = prompt(request);
+        List<String> earlier = seen.computeIfAbsent(partition, k -> new ArrayList<>());
         int longest = 0;
-        for (String earlier : seen) {
-            longest = Math.max(longest, commonPrefix(earlier, messages));
+        synchronized (earlier) {
+            for (String e : earlier) {
+                longest = Math.max(longest, commonPrefix(e, messages));
+            }
+            earlier.add(messages);
         }
-        seen.add(messages);
         return longest / CHARS_PER_TOKEN;
     }
 
-    synchronized void clear() {
+    public void clear() {
         seen.clear();
     }
 
