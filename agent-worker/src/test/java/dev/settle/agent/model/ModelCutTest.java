@@ -1,18 +1,15 @@
 package dev.settle.agent.model;
 
-import dev.settle.agent.TestAgent;
+import dev.settle.agent.AgentWithModel;
 import dev.settle.agent.turn.TurnOutcome;
 import dev.settle.agent.turn.TurnRunner;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -31,30 +28,10 @@ class ModelCutTest {
     /** Generous against a 50 ms interrupt poll; what is asserted is that the close comes long before the model speaks. */
     private static final Duration PROMPTLY = Duration.ofSeconds(1);
 
-    static ModelDouble model;
-    static TestAgent agent;
+    @RegisterExtension
+    static final AgentWithModel stack = new AgentWithModel("modelcut");
 
-    @BeforeAll
-    static void start() {
-        model = ModelDouble.start();
-        agent = new TestAgent(
-                "modelcut",
-                Map.of(
-                        "settle.llm.url", model.baseUrl(),
-                        "settle.llm.max-attempts", "1",
-                        "settle.debounce.maxwait", "60s"));
-    }
-
-    @AfterAll
-    static void stop() {
-        agent.close();
-        model.close();
-    }
-
-    @BeforeEach
-    void reset() {
-        model.reset();
-    }
+    static final ModelDouble model = stack.model;
 
     @Test
     void a_silent_model_is_disconnected_before_it_sent_a_byte() {
@@ -84,20 +61,21 @@ class ModelCutTest {
      * test, and returns the double's record of the closed connection.
      */
     private static ModelDouble.Disconnect cutAfterNewerMessage(ModelResponse response, boolean afterFirstDelta) {
-        long session = agent.sessionWithMessages(1);
+        long session = stack.agent().sessionWithMessages(1);
         model.respondWith(r -> response);
-        CompletableFuture<TurnOutcome> turn =
-                CompletableFuture.supplyAsync(() -> agent.bean(TurnRunner.class).run(session));
+        CompletableFuture<TurnOutcome> turn = CompletableFuture.supplyAsync(
+                () -> stack.agent().bean(TurnRunner.class).run(session));
         model.awaitRequests(1, Duration.ofSeconds(10));
         if (afterFirstDelta) {
             await("a streamed delta")
                     .atMost(Duration.ofSeconds(5))
-                    .until(() -> agent.count(
-                                    "SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = 'reply.delta'",
-                                    session)
+                    .until(() -> stack.agent()
+                                    .count(
+                                            "SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = 'reply.delta'",
+                                            session)
                             > 0);
         }
-        agent.newMessage(session);
+        stack.agent().newMessage(session);
         Instant committed = Instant.now();
         ModelDouble.Disconnect cut = await("the model's connection closed")
                 .atMost(Duration.ofSeconds(3))

@@ -1,20 +1,17 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.TestAgent;
+import dev.settle.agent.AgentWithModel;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelRequest;
 import dev.settle.testsupport.ModelResponse;
 import dev.settle.testsupport.ToolCall;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import tools.jackson.databind.JsonNode;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -30,30 +27,10 @@ import static org.junit.jupiter.api.Assertions.fail;
  * conversation: an assistant message with tool calls is followed by exactly their results.
  */
 class PrefixStablePromptTest {
-    static ModelDouble model;
-    static TestAgent agent;
+    @RegisterExtension
+    static final AgentWithModel stack = new AgentWithModel("prefix");
 
-    @BeforeAll
-    static void start() {
-        model = ModelDouble.start();
-        agent = new TestAgent(
-                "prefix",
-                Map.of(
-                        "settle.llm.url", model.baseUrl(),
-                        "settle.llm.max-attempts", "1",
-                        "settle.debounce.maxwait", "60s"));
-    }
-
-    @AfterAll
-    static void stop() {
-        agent.close();
-        model.close();
-    }
-
-    @BeforeEach
-    void reset() {
-        model.reset();
-    }
+    static final ModelDouble model = stack.model;
 
     static ModelResponse slowText() {
         return ModelResponse.text("word ".repeat(80)).chunkSize(4).chunkDelay(Duration.ofMillis(100));
@@ -69,13 +46,15 @@ class PrefixStablePromptTest {
 
     /** Runs a turn, lets it stream, then commits a newer message: the turn is discarded. */
     static void interruptedTurn(long session) {
-        CompletableFuture<TurnOutcome> turn =
-                CompletableFuture.supplyAsync(() -> agent.bean(TurnRunner.class).run(session));
-        await("the turn streams").atMost(Duration.ofSeconds(10)).until(() -> agent.count("""
+        CompletableFuture<TurnOutcome> turn = CompletableFuture.supplyAsync(
+                () -> stack.agent().bean(TurnRunner.class).run(session));
+        await("the turn streams")
+                .atMost(Duration.ofSeconds(10))
+                .until(() -> stack.agent().count("""
                                 SELECT COUNT(*) FROM session_event e
                                  WHERE e.session_id = ? AND e.type = 'reply.delta'
                                    AND e.turn_id = (SELECT MAX(t.id) FROM chat_turn t WHERE t.session_id = ?)""", session, session) > 0);
-        agent.newMessage(session);
+        stack.agent().newMessage(session);
         assertEquals(TurnOutcome.DISCARDED, turn.orTimeout(10, TimeUnit.SECONDS).join());
     }
 
@@ -117,9 +96,9 @@ class PrefixStablePromptTest {
     @Test
     void without_tool_calls_the_interrupted_request_is_a_prefix_of_the_successors() {
         model.respondWith(r -> r.sequence() == 1 ? slowText() : ModelResponse.text("done"));
-        long session = agent.sessionWithMessages(1);
+        long session = stack.agent().sessionWithMessages(1);
         interruptedTurn(session);
-        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, stack.agent().bean(TurnRunner.class).run(session));
 
         List<ModelRequest> requests = model.requests();
         assertEquals(2, requests.size());
@@ -138,19 +117,21 @@ class PrefixStablePromptTest {
             case 3 -> calls("list_categories");
             default -> ModelResponse.text("done");
         });
-        long session = agent.sessionWithMessages(1);
+        long session = stack.agent().sessionWithMessages(1);
         interruptedTurn(session); // requests 1 (tools) and 2 (cut); version 2 arrives
         interruptedTurn(session); // requests 3 (tools) and 4 (cut); version 3 arrives
-        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
+        assertEquals(TurnOutcome.COMMITTED, stack.agent().bean(TurnRunner.class).run(session));
 
         List<ModelRequest> requests = model.requests();
         assertEquals(5, requests.size());
         assertEquals(
                 List.of("list_categories#1:COMPLETED", "list_categories#2:COMPLETED", "list_categories#1:COMPLETED"),
-                agent.jdbc.queryForList(
-                        "SELECT CONCAT(tool_name, '#', ordinal, ':', status) FROM tool_execution WHERE session_id = ? ORDER BY id",
-                        String.class,
-                        session));
+                stack.agent()
+                        .jdbc
+                        .queryForList(
+                                "SELECT CONCAT(tool_name, '#', ordinal, ':', status) FROM tool_execution WHERE session_id = ? ORDER BY id",
+                                String.class,
+                                session));
         assertStrictPrefix(requests.get(0), requests.get(1));
         assertStrictPrefix(requests.get(1), requests.get(2)); // the first successor repeats the cut request
         assertStrictPrefix(requests.get(2), requests.get(3));

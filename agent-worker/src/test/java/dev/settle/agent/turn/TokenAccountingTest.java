@@ -1,18 +1,15 @@
 package dev.settle.agent.turn;
 
-import dev.settle.agent.TestAgent;
+import dev.settle.agent.AgentWithModel;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelRequest;
 import dev.settle.testsupport.ModelResponse;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -26,50 +23,34 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * call a newer message cut off (estimated then).
  */
 class TokenAccountingTest {
-    static ModelDouble model;
-    static TestAgent agent;
+    @RegisterExtension
+    static final AgentWithModel stack = new AgentWithModel("tokens");
 
-    @BeforeAll
-    static void start() {
-        model = ModelDouble.start();
-        agent = new TestAgent(
-                "tokens",
-                Map.of(
-                        "settle.llm.url", model.baseUrl(),
-                        "settle.llm.max-attempts", "1",
-                        "settle.debounce.maxwait", "60s"));
-    }
-
-    @AfterAll
-    static void stop() {
-        agent.close();
-        model.close();
-    }
-
-    @BeforeEach
-    void reset() {
-        model.reset();
-    }
+    static final ModelDouble model = stack.model;
 
     record Billed(int calls, int prompt, int cached, int completion, boolean estimated, int streamed) {}
 
     static Billed billed(long turnId) {
-        return agent.jdbc.queryForObject(
-                """
+        return stack.agent()
+                .jdbc
+                .queryForObject(
+                        """
                 SELECT model_calls, prompt_tokens, cached_tokens, completion_tokens, tokens_estimated, streamed_chars
                   FROM chat_turn WHERE id = ?""",
-                (rs, i) -> new Billed(
-                        rs.getInt(1), rs.getInt(2), rs.getInt(3), rs.getInt(4), rs.getBoolean(5), rs.getInt(6)),
-                turnId);
+                        (rs, i) -> new Billed(
+                                rs.getInt(1), rs.getInt(2), rs.getInt(3), rs.getInt(4), rs.getBoolean(5), rs.getInt(6)),
+                        turnId);
     }
 
     static List<Long> turns(long session) {
-        return agent.jdbc.queryForList(
-                "SELECT id FROM chat_turn WHERE session_id = ? ORDER BY id", Long.class, session);
+        return stack.agent()
+                .jdbc
+                .queryForList("SELECT id FROM chat_turn WHERE session_id = ? ORDER BY id", Long.class, session);
     }
 
     static double metric(String kind, String outcome) {
-        var counter = agent.bean(MeterRegistry.class)
+        var counter = stack.agent()
+                .bean(MeterRegistry.class)
                 .find("settle.model.tokens")
                 .tags("kind", kind, "outcome", outcome)
                 .counter();
@@ -98,12 +79,12 @@ class TokenAccountingTest {
     void cached_prompt_tokens_reported_by_the_provider_are_recorded_per_turn_and_counted() {
         model.simulatePrefixCache(true);
         model.respondWith(r -> ModelResponse.text("noted").usage(5_000, 3));
-        long session = agent.sessionWithMessages(1);
-        TurnRunner runner = agent.bean(TurnRunner.class);
+        long session = stack.agent().sessionWithMessages(1);
+        TurnRunner runner = stack.agent().bean(TurnRunner.class);
         double cachedBefore = metric("cached", "committed");
         double promptBefore = metric("prompt", "committed");
         assertEquals(TurnOutcome.COMMITTED, runner.run(session));
-        agent.newMessage(session);
+        stack.agent().newMessage(session);
         assertEquals(TurnOutcome.COMMITTED, runner.run(session));
 
         List<ModelRequest> requests = model.requests();
@@ -126,19 +107,20 @@ class TokenAccountingTest {
         model.respondWith(r -> r.messages().stream().noneMatch(m -> "tool".equals(m.role()))
                 ? ModelResponse.toolCall("list_categories", "{}").usage(700, 200, 11)
                 : ModelResponse.text(text).chunkSize(4).chunkDelay(Duration.ofMillis(100)));
-        long session = agent.sessionWithMessages(1);
+        long session = stack.agent().sessionWithMessages(1);
         double completionBefore = metric("completion", "discarded");
         double promptBefore = metric("prompt", "discarded");
         double cachedBefore = metric("cached", "discarded");
-        CompletableFuture<TurnOutcome> turn =
-                CompletableFuture.supplyAsync(() -> agent.bean(TurnRunner.class).run(session));
+        CompletableFuture<TurnOutcome> turn = CompletableFuture.supplyAsync(
+                () -> stack.agent().bean(TurnRunner.class).run(session));
         await("the second call streams")
                 .atMost(Duration.ofSeconds(10))
-                .until(() -> agent.count(
-                                "SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = 'reply.delta'",
-                                session)
+                .until(() -> stack.agent()
+                                .count(
+                                        "SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = 'reply.delta'",
+                                        session)
                         > 0);
-        agent.newMessage(session);
+        stack.agent().newMessage(session);
         assertEquals(TurnOutcome.DISCARDED, turn.orTimeout(10, TimeUnit.SECONDS).join());
 
         Billed billed = billed(turns(session).getFirst());
