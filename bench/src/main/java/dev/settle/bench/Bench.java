@@ -16,7 +16,7 @@ import java.util.Set;
  * infrastructure against the HTTP model double and writes {@code docs/PERFORMANCE.md} and {@code docs/perf/*.png}.
  *
  * <p>Options: {@code --quick} (small sizes, under 3 minutes), {@code --model-latency uniform:MIN_MS:MAX_MS|fixed:MS}
- * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,inflight}, {@code --set key=value} (a property
+ * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,strategies,inflight}, {@code --set key=value} (a property
  * every application gets, repeatable), {@code --no-profile}, {@code --out DIR} (default docs).
  */
 public final class Bench {
