@@ -221,6 +221,15 @@ class BadInputTest {
         c.add(session("session id with a plus", 400, "a+b"));
         c.add(new Case("session id over the read API", 400, true, a -> Answer.of(a.get("/v1/sessions/bad$id/turns"))));
         c.add(new Case(
+                "session id over the event stream", 400, true, a -> Answer.of(a.get("/v1/sessions/bad$id/events"))));
+        c.add(call(
+                "no key on the event stream of an unused id",
+                401,
+                "GET",
+                "/v1/sessions/never-used/events",
+                null,
+                null));
+        c.add(new Case(
                 "ledger with a bad session id", 400, true, a -> Answer.of(a.get("/v1/ledger/entries?sessionId=%24x"))));
         // header abuse
         c.add(header("idempotency key of 256 characters", 400, "Idempotency-Key", "k".repeat(256)));

@@ -76,7 +76,11 @@ class EventStreamLimitsTest {
     }
 
     static HttpRequest request(IngestApp on, String key) {
-        return HttpRequest.newBuilder(URI.create(on.base + "/v1/sessions/" + SESSION + "/events"))
+        return request(on, key, SESSION);
+    }
+
+    static HttpRequest request(IngestApp on, String key, String session) {
+        return HttpRequest.newBuilder(URI.create(on.base + "/v1/sessions/" + session + "/events"))
                 .header("Authorization", "Bearer " + key)
                 .header("Accept", "text/event-stream")
                 .GET()
@@ -85,8 +89,12 @@ class EventStreamLimitsTest {
 
     /** Opens a stream that must be accepted: 200 and the stream's first line. */
     static Stream open(IngestApp on, String key) throws Exception {
+        return open(on, key, SESSION);
+    }
+
+    static Stream open(IngestApp on, String key, String session) throws Exception {
         HttpClient client = HttpClient.newHttpClient();
-        HttpResponse<InputStream> r = client.send(request(on, key), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> r = client.send(request(on, key, session), HttpResponse.BodyHandlers.ofInputStream());
         if (r.statusCode() != 200) {
             throw new AssertionError("stream refused with " + r.statusCode() + ": "
                     + new String(r.body().readAllBytes(), StandardCharsets.UTF_8));
@@ -152,6 +160,34 @@ class EventStreamLimitsTest {
             }
         } finally {
             closeAll(streams);
+        }
+    }
+
+    @Test
+    void streams_waiting_for_a_session_not_created_yet_take_slots_like_any_other() throws Exception {
+        List<Stream> streams = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                streams.add(open(app, IngestApp.KEY, "not-yet-" + i));
+            }
+            assertRefused(app, IngestApp.KEY); // the tenant's 4th, on an existing session
+            assertEquals(3, openOn(app));
+            assertEquals(
+                    0,
+                    app.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM chat_session WHERE external_id LIKE 'not-yet-%'", Integer.class));
+            closeAll(streams);
+            awaitAllReleased(app);
+            for (int i = 0; i < 3; i++) {
+                streams.add(open(app, IngestApp.KEY));
+            }
+            HttpResponse<InputStream> r =
+                    app.http.send(request(app, IngestApp.KEY, "not-yet-4"), HttpResponse.BodyHandlers.ofInputStream());
+            r.body().close();
+            assertEquals(429, r.statusCode(), "a waiting stream is refused like any other");
+        } finally {
+            closeAll(streams);
+            awaitAllReleased(app);
         }
     }
 

@@ -15,6 +15,12 @@ import java.util.List;
  * the events and whichever ingest-api instance the client reaches. Every event carries its per-session seq
  * as the SSE id; a client that reconnects with {@code Last-Event-ID} gets every later event exactly once.
  *
+ * <p>A session id not used yet in the caller's tenant is streamed too: the stream opens at once and waits for
+ * the session, looking up its id once per poll interval ({@link #SESSION_PK}, the tenant's unique key) and reading
+ * no events until the session exists; from then on it streams like any other. Session ids are per tenant: another
+ * tenant's session with the same id is never found. A {@code Last-Event-ID} given before the session exists
+ * means the same as afterwards: the stream starts after that seq.
+ *
  * <ol>
  *   <li>Read events with seq greater than the last one sent ({@link #AFTER}), in seq order. Seqs commit in
  *       order (see {@code SessionEvents}), so nothing can appear later below the last seq read.</li>
@@ -25,6 +31,8 @@ import java.util.List;
  */
 @Component
 class EventStream {
+    static final String SESSION_PK = "SELECT id FROM chat_session WHERE tenant_id = ? AND external_id = ?";
+
     static final String AFTER = """
             SELECT seq, type, data FROM session_event
              WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500""";
@@ -39,7 +47,8 @@ class EventStream {
         this.settings = settings.events();
     }
 
-    public void stream(long sessionPk, long lastSeq, HttpServletResponse response) throws IOException {
+    /** Streams the session {@code sessionId} of {@code tenant} after seq {@code lastSeq}, waiting for it if needed. */
+    public void stream(String tenant, String sessionId, long lastSeq, HttpServletResponse response) throws IOException {
         response.setStatus(200);
         response.setContentType("text/event-stream");
         response.setCharacterEncoding("UTF-8");
@@ -51,12 +60,18 @@ class EventStream {
         long deadline = System.nanoTime() + settings.maxDuration().toNanos();
         long lastWrite = System.nanoTime();
         long last = lastSeq;
+        Long sessionPk = null;
         while (System.nanoTime() < deadline) {
-            List<Row> rows = jdbc.query(
-                    AFTER,
-                    (rs, i) -> new Row(rs.getLong("seq"), rs.getString("type"), rs.getString("data")),
-                    sessionPk,
-                    last);
+            if (sessionPk == null) {
+                sessionPk = sessionPk(tenant, sessionId);
+            }
+            List<Row> rows = sessionPk == null
+                    ? List.of()
+                    : jdbc.query(
+                            AFTER,
+                            (rs, i) -> new Row(rs.getLong("seq"), rs.getString("type"), rs.getString("data")),
+                            sessionPk,
+                            last);
             if (!rows.isEmpty()) {
                 StringBuilder chunk = new StringBuilder();
                 for (Row row : rows) {
@@ -88,5 +103,11 @@ class EventStream {
                 return;
             }
         }
+    }
+
+    /** @return the session's primary key, or null while the tenant has no session of that id */
+    private Long sessionPk(String tenant, String sessionId) {
+        List<Long> found = jdbc.queryForList(SESSION_PK, Long.class, tenant, sessionId);
+        return found.isEmpty() ? null : found.getFirst();
     }
 }

@@ -58,7 +58,9 @@ public class SessionReadController {
     /**
      * Server-Sent Events of the session: message.accepted, turn.started, reply.delta, tool.started,
      * tool.completed, turn.discarded, reply.created, turn.failed, delivery.exhausted (a webhook delivery of the
-     * session became FAILED; see docs/WEBHOOKS.md). Resume with {@code Last-Event-ID}. Open streams are bounded
+     * session became FAILED; see docs/WEBHOOKS.md). Resume with {@code Last-Event-ID}. A session id the tenant has
+     * not used yet is streamed as well: the stream waits for the session and streams it from its first event (see
+     * {@link EventStream}), so a client can open it before the first message. Open streams are bounded
      * per tenant and per instance ({@link EventStreamSlots}): one more is a 429 before anything is streamed.
      */
     @GetMapping("/events")
@@ -68,7 +70,7 @@ public class SessionReadController {
             @RequestHeader(value = "Last-Event-ID", required = false) String lastEventId,
             HttpServletResponse response)
             throws IOException {
-        SessionViews.SessionView session = views.session(tenant, SessionId.check(sessionId));
+        String checked = SessionId.check(sessionId);
         long last = 0;
         if (lastEventId != null && !lastEventId.isBlank()) {
             try {
@@ -79,7 +81,7 @@ public class SessionReadController {
             }
         }
         try (EventStreamSlots.Slot slot = slots.acquire(tenant)) {
-            events.stream(session.pk(), Math.max(0, last), response);
+            events.stream(tenant, checked, Math.max(0, last), response);
         }
     }
 
