@@ -6,6 +6,8 @@ import { Api, problem, readEvents } from './settle.js';
 const $ = (id) => document.getElementById(id);
 const TYPING_EVERY_MS = 1000;
 const POLL_MS = 250;
+/** The reasons a turn is discarded because a newer message arrived. */
+const NEWER_MESSAGE = /a newer message arrived/;
 const KEY = 'settle.key';
 const stored = (session) => 'settle.stream.' + session;
 
@@ -17,6 +19,7 @@ let pollTimer = null;
 let saveTimer = null;
 let composeKey = null;
 let lastTyping = 0;
+let lastKeystroke = 0;
 let sending = false;
 let statusView = null;
 
@@ -114,7 +117,7 @@ function apply(type, d) {
     }
     case 'turn.discarded': {
       const el = end(d.turnId, 'discarded');
-      el.querySelector('.note').textContent = d.reason?.startsWith('superseded')
+      el.querySelector('.note').textContent = NEWER_MESSAGE.test(d.reason ?? '')
         ? 'interrupted by your newer message'
         : 'discarded: ' + d.reason;
       break;
@@ -186,7 +189,14 @@ async function refreshStatus() {
     $('discarded-tokens').textContent = view.discardedTokens ?? 0;
     $('window').textContent = view.windowMs == null ? '' : `window ${view.windowMs} ms (${view.windowCause})`;
     renderDebounce();
-    if (view.debounce?.armed || view.state !== 'idle') pollTimer = setTimeout(refreshStatus, POLL_MS);
+    if (view.debounce?.armed && !view.debounce.heldUntil && typingNow()) {
+      lastTyping = 0; // the last signal reached no armed timer (it came before the message armed one): again
+      signalTyping();
+    }
+    const unanswered = view.version > view.repliedVersion;
+    if (view.debounce?.armed || view.state !== 'idle' || unanswered) {
+      pollTimer = setTimeout(refreshStatus, unanswered && !view.debounce?.armed ? POLL_MS / 2.5 : POLL_MS);
+    }
   } catch (e) {
     showError(e.message);
   }
@@ -218,6 +228,17 @@ function onInput() {
   $('send').disabled = sending || text.trim() === '' || !session || !api;
   if (text.trim() === '' || !session || !api) return;
   composeKey ??= crypto.randomUUID();
+  lastKeystroke = Date.now();
+  if (!sending) signalTyping(); // while a message is in flight the signal waits for it (see send)
+}
+
+/** Whether the user is typing a message: a keystroke within the last TYPING_EVERY_MS, and text in the box. */
+function typingNow() {
+  return !sending && $('text').value.trim() !== '' && Date.now() - lastKeystroke < TYPING_EVERY_MS;
+}
+
+/** At most one typing signal per TYPING_EVERY_MS: it holds an armed timer for the configured typing hold. */
+function signalTyping() {
   const now = Date.now();
   if (now - lastTyping >= TYPING_EVERY_MS) {
     lastTyping = now;
@@ -225,21 +246,28 @@ function onInput() {
   }
 }
 
+/** Sends the composed message: out of the box at once (the next one can be typed meanwhile), with its own key. */
 async function send(e) {
   e?.preventDefault();
   const text = $('text').value;
   if (sending || text.trim() === '' || !session || !api) return;
   sending = true;
   $('send').disabled = true;
-  composeKey ??= crypto.randomUUID(); // one key per composed message: a repeated send of it is one message
+  const key = composeKey ?? crypto.randomUUID(); // one key per composed message: sent twice, it is one message
+  composeKey = null;
+  lastTyping = 0; // the next message's first keystroke signals at once
+  $('text').value = '';
   try {
-    await api.post(session, text, composeKey);
-    $('text').value = '';
-    composeKey = null;
-    lastTyping = 0; // the next message's first keystroke signals at once
+    await api.post(session, text, key);
     showError('');
+    // a signal sent before the message committed finds nothing to hold: typed meanwhile, it goes now
+    if ($('text').value.trim() !== '') signalTyping();
   } catch (err) {
-    showError('not sent (' + err.message + '); Send again retries it with the same Idempotency-Key');
+    if ($('text').value === '') {
+      $('text').value = text;
+      composeKey = key; // Send again retries it with the same key
+    }
+    showError('not sent (' + err.message + ')');
   } finally {
     sending = false;
     onInput();
