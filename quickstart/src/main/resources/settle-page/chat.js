@@ -124,8 +124,12 @@ function apply(type, d) {
     }
     case 'reply.created': {
       const el = end(d.turnId, 'committed');
-      const text = el.querySelector('.text');
-      if (text.textContent !== d.text) text.textContent = d.text;
+      const streamed = el.querySelector('.text');
+      if (streamed.textContent !== d.text) {
+        // the streamed text is left as it came; the reply as committed differs (text streamed beside tool calls)
+        streamed.classList.add('differs');
+        add('div', 'committed-text', el).textContent = d.text;
+      }
       el.dataset.coversVersion = d.coversVersion;
       el.querySelector('.state').textContent = `reply, covers v${el.dataset.from ?? 1}–v${d.coversVersion}`;
       break;

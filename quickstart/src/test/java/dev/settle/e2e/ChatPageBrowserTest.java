@@ -76,7 +76,7 @@ class ChatPageBrowserTest {
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--disable-sync",
-                "--window-size=900,1000",
+                "--window-size=900,560",
                 "--user-data-dir=" + profile);
         ChromeDriverService service =
                 new ChromeDriverService.Builder().usingDriverExecutable(DRIVER).build();
