@@ -48,6 +48,11 @@ final class SseClient {
 
     /** Reads events until {@code stop} accepts one (included), then closes the connection. */
     static List<Event> read(String url, String key, Long lastEventId, Predicate<Event> stop) throws Exception {
+        return read(open(url, key, lastEventId), stop);
+    }
+
+    /** Opens a stream: returns once its 200 and headers came, before any event is read. */
+    static HttpResponse<InputStream> open(String url, String key, Long lastEventId) throws Exception {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url))
                 .header("Authorization", "Bearer " + key)
                 .header("Accept", "text/event-stream")
@@ -60,6 +65,11 @@ final class SseClient {
         if (response.statusCode() != 200) {
             throw new AssertionError("events answered " + response.statusCode());
         }
+        return response;
+    }
+
+    /** Reads an open stream until {@code stop} accepts an event (included), then closes the connection. */
+    static List<Event> read(HttpResponse<InputStream> response, Predicate<Event> stop) throws Exception {
         List<Event> events = new ArrayList<>();
         try (InputStream in = response.body();
                 BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {

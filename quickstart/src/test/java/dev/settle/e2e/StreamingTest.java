@@ -167,6 +167,37 @@ class StreamingTest {
     }
 
     @Test
+    void a_stream_opened_before_the_first_message_shows_the_whole_first_turn_exactly_once() throws Exception {
+        String s = SettleSystem.newSessionId();
+        String reply = words("the first reply", 30);
+        settle.model.respondWith(r -> r.body().contains(s)
+                ? ModelResponse.text(reply).chunkSize(5).chunkDelay(Duration.ofMillis(5))
+                : ModelDouble.echo(r));
+        // opened on the other ingest-api instance than the message: the waiting stream finds the session in the
+        // database
+        String url = "http://127.0.0.1:" + SettleLauncher.port(secondIngest) + "/v1/sessions/" + s + "/events";
+        var opened = SseClient.open(url, SettleSystem.KEY, null);
+        assertEquals(
+                0,
+                settle.jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM chat_session WHERE external_id = ?", Integer.class, s));
+        settle.post(s, "tell me " + s);
+        List<SseClient.Event> all = SseClient.read(opened, e -> e.type().equals("reply.created"));
+
+        String deltas = SseClient.deltasExactlyOnce(all);
+        assertEquals(1, all.getFirst().id());
+        assertEquals(
+                List.of("message.accepted", "turn.started", "reply.created"),
+                all.stream()
+                        .map(SseClient.Event::type)
+                        .filter(t -> !t.equals("reply.delta"))
+                        .toList());
+        assertEquals(reply, deltas);
+        assertEquals(committedText(s), deltas);
+        assertEquals(1, all.getLast().data().get("coversVersion").asLong());
+    }
+
+    @Test
     void a_message_during_a_slow_stream_cancels_it_early_and_one_reply_covers_both() {
         String s = SettleSystem.newSessionId();
         String slow = words("slow answer", 300); // 230 chunks x 50 ms: about 12 s of streaming

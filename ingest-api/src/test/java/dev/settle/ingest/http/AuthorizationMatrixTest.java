@@ -28,6 +28,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -36,12 +37,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * percent-encoding of each character, dot segments, doubled slashes, case changes, trailing slashes and suffixes,
  * encoded slashes and backslashes), with every method, by every caller that may not run it: no key, a wrong key, a
  * tenant's key on the admin API, the admin key on tenant routes, another tenant's key on a session. None answers 2xx
- * and nothing in the database changes. Two deployments: the admin API open (an admin key is set) and closed (none).
+ * (but another tenant's event stream of a session id, which waits for that tenant's own session and streams nothing
+ * of the other's) and nothing in the database changes. Two deployments: the admin API open (an admin key is set) and closed (none).
  */
 class AuthorizationMatrixTest {
     private static final JsonMapper JSON = JsonMapper.builder().build();
+    // keep-alive 20 ms: a stream that may be read shows within 20 ms that it has nothing to stream
     private static final Map<String, Object> NO_LIMITS =
-            Map.of("settle.limits.rate", "0", "settle.auth.failure-rate", "0");
+            Map.of("settle.limits.rate", "0", "settle.auth.failure-rate", "0", "settle.events.keep-alive", "20ms");
     static IngestApp open;
     static IngestApp closed;
     static String keyA;
@@ -195,20 +198,31 @@ class AuthorizationMatrixTest {
     void no_spelling_of_a_session_read_shows_another_tenants_session() throws IOException {
         String before = open.fingerprint();
         int sent = 0;
+        int waited = 0; // event streams opened by tenant B: they wait for B's own session of the id
         for (Route route : routes(open)) {
             if (route.role() != Caller.Role.TENANT
                     || !route.pattern().contains("{sessionId}")
                     || !route.methods().contains("GET")) {
                 continue;
             }
+            boolean events = route.pattern().endsWith("/events");
             for (String path : spellings(fill(route.pattern()))) {
-                int status = send(open, "GET", path, keyB, null);
                 sent++;
+                if (events) {
+                    String head = streamUntilKeepAlive(open, path, keyB);
+                    if (head.startsWith("HTTP/1.1 200")) {
+                        assertFalse(head.contains("\nid: "), "GET " + path + " with tenant B's key streamed " + head);
+                        waited++;
+                    }
+                    continue;
+                }
+                int status = send(open, "GET", path, keyB, null);
                 assertTrue(status < 200 || status > 299, "GET " + path + " with tenant B's key answered " + status);
             }
         }
         assertEquals(before, open.fingerprint());
         assertTrue(sent > 200, "requests sent: " + sent);
+        assertTrue(waited > 0, "tenant B's stream of the id waits for its own session");
     }
 
     /** Sends every spelling of every route of {@code role} with every method and key; asserts none is 2xx. */
@@ -342,6 +356,32 @@ class AuthorizationMatrixTest {
     }
 
     /** One request on its own connection, written byte for byte as given (no client-side normalisation). */
+    /**
+     * GETs an event stream and reads the answer until its first keep-alive comment (or its end). A stream sends its
+     * first keep-alive only after a poll that found no event, so an event of the session would come before it.
+     */
+    static String streamUntilKeepAlive(IngestApp app, String path, String key) throws IOException {
+        URI base = URI.create(app.base);
+        try (Socket socket = new Socket(base.getHost(), base.getPort())) {
+            socket.setSoTimeout(10_000);
+            String request = "GET " + path + " HTTP/1.1\r\nHost: " + base.getHost() + ":" + base.getPort()
+                    + "\r\nConnection: close\r\nAuthorization: Bearer " + key + "\r\n\r\n";
+            OutputStream out = socket.getOutputStream();
+            out.write(request.getBytes(StandardCharsets.ISO_8859_1));
+            out.flush();
+            InputStream in = socket.getInputStream();
+            StringBuilder head = new StringBuilder();
+            int c;
+            while ((c = in.read()) != -1) {
+                head.append((char) c);
+                if (head.toString().endsWith(": keep-alive\n")) {
+                    break;
+                }
+            }
+            return head.toString();
+        }
+    }
+
     static int send(IngestApp app, String method, String path, String key, String body) throws IOException {
         URI base = URI.create(app.base);
         try (Socket socket = new Socket(base.getHost(), base.getPort())) {
