@@ -3,6 +3,7 @@ package dev.settle.e2e;
 import dev.settle.quickstart.SettleLauncher;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.ModelResponse;
+import dev.settle.testsupport.ToolCall;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -229,6 +230,33 @@ class ChatPageBrowserTest {
                 .atMost(LONG)
                 .pollInSameThread()
                 .until(() -> Long.parseLong(byId("discarded-tokens").getText()) > 0);
+    }
+
+    @Test
+    void tool_steps_are_shown_with_their_status_and_result() {
+        String s = SettleSystem.newSessionId();
+        String marker = "tools-" + s.substring(4, 12);
+        settle.model.respondWith(r -> !r.body().contains(marker)
+                ? ModelDouble.echo(r)
+                : r.messages().stream().noneMatch(m -> "tool".equals(m.role()))
+                        ? ModelResponse.toolCalls(List.of(
+                                new ToolCall("ok", "create_transaction", "{\"amount\":35,\"category\":\"food\"}"),
+                                new ToolCall("bad", "create_transaction", "{\"amount\":-5,\"category\":\"food\"}")))
+                        : ModelResponse.text("Booked the lunch; the other one was refused."));
+        openSession(s);
+        type("lunch 35 and -5 " + marker, Duration.ZERO);
+        click("send");
+
+        WebElement turn = awaitTurn("committed");
+        List<WebElement> tools = turn.findElements(By.className("tool"));
+        assertEquals(2, tools.size());
+        assertEquals(
+                "COMPLETED", tools.get(0).findElement(By.className("status")).getText());
+        assertEquals(" → booked 35.00 under food", text(tools.get(0).findElement(By.className("result"))));
+        assertEquals("FAILED", tools.get(1).findElement(By.className("status")).getText());
+        assertTrue(!text(tools.get(1).findElement(By.className("result"))).isEmpty());
+        assertEquals("Booked the lunch; the other one was refused.", text(turn.findElement(By.className("text"))));
+        awaitText("model-calls", "2");
     }
 
     /** Opens the page on a session not used yet; its stream is open before the first message. */
