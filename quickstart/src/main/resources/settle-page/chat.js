@@ -1,6 +1,6 @@
 // The chat page: what the page shows is a fold of the session's event stream (kept with the id of the last
 // event in sessionStorage, so a reload rebuilds it and resumes after that id) plus the session view, polled
-// while a debounce timer is armed or a turn runs.
+// while a debounce timer is armed, a message is unanswered or a turn runs.
 import { Api, problem, readEvents } from './settle.js';
 
 const $ = (id) => document.getElementById(id);
