@@ -24,7 +24,7 @@ public final class Quickstart {
     /** Where the ingest API serves the chat page, when it serves one ({@link #servesPage}). */
     static final String PAGE_PATH = "/";
     /** The page's file: what Spring serves at {@link #PAGE_PATH} when it exists. */
-    static final String PAGE_RESOURCE = "classpath:static/index.html";
+    static final String PAGE_RESOURCE = QuickstartPage.INDEX;
 
     private static final Deque<AutoCloseable> RUNNING = new ArrayDeque<>();
     private static boolean stopping; // guarded by RUNNING
@@ -90,7 +90,8 @@ public final class Quickstart {
             push(settle);
             ConfigurableApplicationContext ingest = progress.step(
                     "ingest-api",
-                    () -> settle.startIngestApi(Map.of("server.port", port, "management.server.port", managementPort)),
+                    () -> settle.startIngestApi(QuickstartPage.served(
+                            Map.of("server.port", port, "management.server.port", managementPort))),
                     started -> "ingest-api (port " + SettleLauncher.port(started) + ")");
             page = servesPage(ingest);
             // a worker's port is its own default (its actuator) unless SETTLE_DEBOUNCE_PORT / SETTLE_AGENT_PORT is set

@@ -79,6 +79,12 @@ class QuickstartJarIT {
                         quickstart.output().contains("API key: " + DEFAULT_KEY + "\n"),
                         "banner without the default key");
                 assertTrue(
+                        quickstart.output().contains("Open http://localhost:" + port + "/ in a browser"),
+                        "banner without the chat page");
+                assertTrue(
+                        api.raw("http://127.0.0.1:" + port + "/").contains("<script type=\"module\" src=\"chat.js\">"),
+                        "the jar serves no chat page at /");
+                assertTrue(
                         quickstart.output().contains("Model:   offline demo model"),
                         "banner without the offline model");
                 assertTrue(

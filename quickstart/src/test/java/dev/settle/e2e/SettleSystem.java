@@ -1,5 +1,6 @@
 package dev.settle.e2e;
 
+import dev.settle.quickstart.QuickstartPage;
 import dev.settle.quickstart.SettleLauncher;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.SharedInfra;
@@ -62,6 +63,16 @@ public final class SettleSystem implements AutoCloseable {
      *                       {@link #sharedProperties()}) uses; null for the broker shared by the test JVM
      */
     public SettleSystem(String hint, boolean withAgent, Map<String, Object> extra, String kafkaBootstrap) {
+        this(hint, withAgent, extra, kafkaBootstrap, false);
+    }
+
+    /** A system whose ingest API serves the quickstart's chat page ({@link QuickstartPage}), as the quickstart's does. */
+    public static SettleSystem withPage(String hint, Map<String, Object> extra) {
+        return new SettleSystem(hint, true, extra, null, true);
+    }
+
+    private SettleSystem(
+            String hint, boolean withAgent, Map<String, Object> extra, String kafkaBootstrap, boolean page) {
         Map<String, Object> shared = new HashMap<>();
         shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
         shared.put(
@@ -90,7 +101,8 @@ public final class SettleSystem implements AutoCloseable {
         this.shared = Map.copyOf(shared);
         this.group = group;
         launcher = new SettleLauncher(shared);
-        ingest = launcher.startIngestApi(Map.of("server.port", "0"));
+        ingest = launcher.startIngestApi(
+                page ? QuickstartPage.served(Map.of("server.port", "0")) : Map.of("server.port", "0"));
         // session ids of this system's schema start at a base no other system of this JVM uses: the broker and its
         // topics are shared, a new consumer group reads them from the start, and another system's events (keyed
         // by internal session id) would otherwise wake a session of this one that happens to have the same id
