@@ -131,36 +131,6 @@ public class ToolExecutions {
             Integer modelCall,
             Long answersVersion,
             long turnId) {
-        /** A row whose place in the conversation is not recorded. */
-        public Execution(
-                long id,
-                long sessionId,
-                long spanFrom,
-                String idemKey,
-                String callId,
-                String toolName,
-                String argumentsJson,
-                String status,
-                boolean retryable,
-                String result,
-                String leaseToken) {
-            this(
-                    id,
-                    sessionId,
-                    spanFrom,
-                    idemKey,
-                    callId,
-                    toolName,
-                    argumentsJson,
-                    status,
-                    retryable,
-                    result,
-                    leaseToken,
-                    null,
-                    null,
-                    0);
-        }
-
         public boolean done() {
             return "COMPLETED".equals(status) || ("FAILED".equals(status) && !retryable);
         }

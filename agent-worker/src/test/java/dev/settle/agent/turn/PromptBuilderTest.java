@@ -13,7 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class PromptBuilderTest {
     static ToolExecutions.Execution pair(long id, String tool, String status) {
         return new ToolExecutions.Execution(
-                id, 1, 1, null, "call_" + id, tool, "{}", status, false, "result " + id, "t");
+                id, 1, 1, null, "call_" + id, tool, "{}", status, false, "result " + id, "t", null, null, 0);
     }
 
     @Test
