@@ -163,17 +163,27 @@ abstract class AgentContract {
         Turns turns = context.getBean(Turns.class);
         Long turn = turns.begin(lease, snapshot.fromVersion(), snapshot.toVersion(), snapshot.abandoned());
         assertNotNull(turn);
-        turns.countCall(lease, turn, 10, 4, 5);
 
-        TurnStream stream = context.getBean(TurnStreams.class).open(lease, turn);
+        TurnStream stream = context.getBean(TurnStreams.class)
+                .open(lease, turn, Turns.started(turn, snapshot.fromVersion(), snapshot.toVersion()));
         stream.delta("Hello, ");
+        stream.sync();
         stream.delta("world");
-        assertEquals("Hello, world", stream.finish());
+        TurnStream.Rest rest = stream.handOver();
         stream.close();
+        assertEquals("Hello, world", rest.text());
+        assertEquals(2, rest.deltas());
+        assertEquals(1, rest.events().size(), "the second delta is left to the commit");
 
-        assertEquals(
-                ReplyCommit.Outcome.COMMITTED,
-                context.getBean(ReplyCommit.class).commit(lease, turn, snapshot, "Hello, world"));
+        ReplyCommit.Result committed =
+                context.getBean(ReplyCommit.class).commit(lease, turn, snapshot, rest, Turns.Calls.NONE.plus(10, 4, 5));
+        assertEquals(ReplyCommit.Outcome.COMMITTED, committed.outcome());
+        assertFalse(committed.waiting());
+        assertNull(
+                jdbc.queryForObject("SELECT lease_token FROM chat_session WHERE id = ?", String.class, session),
+                "the commit released the lease");
+        lease = leases.claim(session);
+        assertNull(lease, "nothing left to answer");
         assertEquals(2, count("SELECT replied_version FROM chat_session WHERE id = ?", session));
         assertEquals(
                 1,
@@ -195,6 +205,7 @@ abstract class AgentContract {
                         "SELECT seq FROM session_event WHERE session_id = ? ORDER BY seq", Long.class, session));
 
         newMessage(session);
+        lease = leases.claim(session);
         Conversation.Snapshot next = context.getBean(Conversation.class).load(lease);
         assertEquals(3, next.fromVersion());
         assertEquals(
@@ -216,8 +227,10 @@ abstract class AgentContract {
                 "the interrupt check sees the newer message");
         assertEquals(
                 ReplyCommit.Outcome.SUPERSEDED,
-                context.getBean(ReplyCommit.class).commit(lease, nextTurn, next, "stale"));
-        assertTrue(turns.discard(lease, nextTurn, "superseded", Turns.Spent.NONE));
+                context.getBean(ReplyCommit.class)
+                        .commit(lease, nextTurn, next, new TurnStream.Rest(List.of(), 0, "stale"), Turns.Calls.NONE)
+                        .outcome());
+        assertTrue(turns.discard(lease, nextTurn, "superseded", Turns.Spent.NONE, Turns.Calls.NONE));
         assertEquals(
                 "DISCARDED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, nextTurn));
         assertEquals(2, count("SELECT replied_version FROM chat_session WHERE id = ?", session));
@@ -246,7 +259,7 @@ abstract class AgentContract {
         Conversation.Snapshot snapshot = context.getBean(Conversation.class).load(lease);
         Turns turns = context.getBean(Turns.class);
         Long turn = turns.begin(lease, snapshot.fromVersion(), snapshot.toVersion(), snapshot.abandoned());
-        assertTrue(context.getBean(TurnFailure.class).record(lease, turn, snapshot, "model down"));
+        assertTrue(context.getBean(TurnFailure.class).record(lease, turn, snapshot, "model down", Turns.Calls.NONE));
         assertEquals(1, count("SELECT failed_version FROM chat_session WHERE id = ?", session));
         assertEquals("FAILED", jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turn));
         leases.release(lease);
@@ -260,8 +273,10 @@ abstract class AgentContract {
         assertNotNull(taker);
         assertEquals(
                 ReplyCommit.Outcome.LEASE_LOST,
-                context.getBean(ReplyCommit.class).commit(old, oldTurn, seen, "late"));
-        assertFalse(turns.end(old, oldTurn, Turns.Ending.FAILED, "late"));
+                context.getBean(ReplyCommit.class)
+                        .commit(old, oldTurn, seen, new TurnStream.Rest(List.of(), 0, "late"), Turns.Calls.NONE)
+                        .outcome());
+        assertFalse(turns.end(old, oldTurn, Turns.Ending.FAILED, "late", Turns.Calls.NONE));
         assertEquals(
                 0, count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         Conversation.Snapshot taken = context.getBean(Conversation.class).load(taker);

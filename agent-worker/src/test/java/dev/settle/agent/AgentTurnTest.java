@@ -99,8 +99,12 @@ class AgentTurnTest {
                 tools.execute(first.aiMessage().toolExecutionRequests().getFirst()));
         demo.newMessage(session);
         say(demo, session, 2, "coffee 4");
-        assertTrue(
-                turns.discard(lease, turnId, "superseded: a newer message arrived while generating", Turns.Spent.NONE));
+        assertTrue(turns.discard(
+                lease,
+                turnId,
+                "superseded: a newer message arrived while generating",
+                Turns.Spent.NONE,
+                Turns.Calls.NONE));
         demo.bean(SessionLease.class).release(lease);
 
         // the successor serves versions 1-2 with the real agent loop and the demo model

@@ -1,6 +1,7 @@
 package dev.settle.agent;
 
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.TurnFailure;
@@ -24,6 +25,8 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Every write of a holder checks the live lease, and a transaction whose lease expires between two of its
@@ -82,17 +85,23 @@ class FencedWritesTest {
         return agent.count("SELECT COUNT(*) FROM session_event WHERE session_id = ? AND type = ?", session, type);
     }
 
+    /**
+     * The reply's first statement checks the lease and locks the session row until commit: a lease that expires
+     * after it cannot be taken over before the reply commits, so the reply commits whole, and a successor's claim
+     * waits for it and then finds nothing to answer.
+     */
     @Test
-    void a_reply_whose_lease_expires_before_its_event_is_appended_rolls_back_whole() throws Exception {
+    void a_reply_whose_lease_expires_after_it_advanced_commits_whole_and_a_successor_waits_for_it() throws Exception {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
-        Conversation.Snapshot turn = conversation.load(lease);
-        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         agent.jdbc.update(
                 "INSERT INTO session_burst (session_id, end_version, fired_at) VALUES (?, 1, UTC_TIMESTAMP(6))",
                 session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        assertTrue(turn.bursts());
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         try (Connection blocker = db.getConnection();
-                ExecutorService pool = Executors.newSingleThreadExecutor()) {
+                ExecutorService pool = Executors.newFixedThreadPool(2)) {
             blocker.setAutoCommit(false);
             try (PreparedStatement lock =
                     blocker.prepareStatement("SELECT end_version FROM session_burst WHERE session_id = ? FOR UPDATE")) {
@@ -100,22 +109,26 @@ class FencedWritesTest {
                 lock.executeQuery().close();
             }
             expireIn(session, Duration.ofSeconds(3));
-            Future<ReplyCommit.Outcome> commit =
-                    pool.submit(() -> agent.bean(ReplyCommit.class).commit(lease, turnId, turn, "late"));
-            // the commit advanced replied_version under a live lease and now waits on the burst row, before its event
+            Future<ReplyCommit.Outcome> commit = pool.submit(() -> agent.bean(ReplyCommit.class)
+                    .commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "late"), Turns.Calls.NONE)
+                    .outcome());
+            // the commit advanced replied_version under a live lease and now waits on the burst row
             await().atMost(Duration.ofSeconds(30))
                     .until(() -> waiting("DELETE FROM session_burst") && expired(session));
+            Future<SessionLease.Lease> successor = pool.submit(() -> leases.claim(session));
+            await().atMost(Duration.ofSeconds(30)).until(() -> waiting("UPDATE chat_session"));
             blocker.rollback();
-            assertEquals(ReplyCommit.Outcome.LEASE_LOST, commit.get(30, TimeUnit.SECONDS));
+            assertEquals(ReplyCommit.Outcome.COMMITTED, commit.get(30, TimeUnit.SECONDS));
+            assertNull(successor.get(30, TimeUnit.SECONDS), "answered: nothing left to claim");
         }
         assertEquals(
-                0,
+                1,
                 agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
-        assertEquals(0, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
-        assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
-        assertEquals(0, events(session, "reply.created"));
-        assertEquals(1, agent.count("SELECT COUNT(*) FROM session_burst WHERE session_id = ?", session));
-        assertEquals("RUNNING", turnState(turnId), "left for the next holder to close");
+        assertEquals(1, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
+        assertEquals(1, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
+        assertEquals(1, events(session, "reply.created"));
+        assertEquals(0, agent.count("SELECT COUNT(*) FROM session_burst WHERE session_id = ?", session));
+        assertEquals("COMMITTED", turnState(turnId));
     }
 
     @Test
@@ -136,8 +149,8 @@ class FencedWritesTest {
                 hold.executeUpdate();
             }
             expireIn(session, Duration.ofSeconds(3));
-            Future<Boolean> failed =
-                    pool.submit(() -> agent.bean(TurnFailure.class).record(lease, turnId, turn, "model down"));
+            Future<Boolean> failed = pool.submit(
+                    () -> agent.bean(TurnFailure.class).record(lease, turnId, turn, "model down", Turns.Calls.NONE));
             await().atMost(Duration.ofSeconds(30))
                     .until(() -> waiting("INSERT INTO webhook_delivery") && expired(session));
             blocker.rollback();
@@ -161,19 +174,18 @@ class FencedWritesTest {
         long session = agent.sessionWithMessages(1);
         SessionLease.Lease lease = leases.claim(session);
         long turnId = turns.begin(lease, 1, 1);
-        turns.countCall(lease, turnId, 10, 0, 20);
-        assertEquals(List.of(1, 10, 20), counters(turnId), "the live holder counts");
+        Turns.Calls one = Turns.Calls.NONE.plus(10, 0, 20);
 
         // expired, nobody took over yet: the holder is already dead
         expireIn(session, Duration.ofSeconds(-1));
-        turns.countCall(lease, turnId, 10, 0, 20);
-        assertEquals(List.of(1, 10, 20), counters(turnId));
+        assertFalse(turns.end(lease, turnId, Turns.Ending.DISCARDED, "late", one));
+        assertEquals(List.of(0, 0, 0), counters(turnId));
 
         // taken over: the old token still matches the turn row, not the session's lease
         SessionLease.Lease successor = leases.claim(session);
         assertNotNull(successor);
-        turns.countCall(lease, turnId, 10, 0, 20);
-        assertEquals(List.of(1, 10, 20), counters(turnId));
+        assertFalse(turns.end(lease, turnId, Turns.Ending.DISCARDED, "late", one));
+        assertEquals(List.of(0, 0, 0), counters(turnId));
         leases.release(successor);
     }
 }

@@ -59,7 +59,10 @@ class LockOrderTest {
 
                 stretch(agent, session);
                 Boolean discarded = raceWithRenewal(
-                        agent, leases, lease, () -> turns.discard(lease, turnId, "superseded", Turns.Spent.NONE));
+                        agent,
+                        leases,
+                        lease,
+                        () -> turns.discard(lease, turnId, "superseded", Turns.Spent.NONE, Turns.Calls.NONE));
                 assertTrue(discarded, "round " + round + ": the turn was discarded");
                 assertEquals(
                         List.of("FAILED", "DISCARDED"),

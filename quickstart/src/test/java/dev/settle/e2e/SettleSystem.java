@@ -4,6 +4,7 @@ import dev.settle.quickstart.QuickstartPage;
 import dev.settle.quickstart.SettleLauncher;
 import dev.settle.testsupport.ModelDouble;
 import dev.settle.testsupport.SharedInfra;
+import dev.settle.testsupport.SqlTrace;
 import dev.settle.testsupport.WebhookReceiver;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -71,10 +72,29 @@ public final class SettleSystem implements AutoCloseable {
         return new SettleSystem(hint, true, extra, null, true);
     }
 
+    /**
+     * A system whose three applications send their statements through {@link SqlTrace}, each booked to its
+     * application's name ({@code ingest-api}, {@code debounce-worker}, {@code agent-worker}).
+     */
+    public static SettleSystem traced(String hint, Map<String, Object> extra) {
+        return new SettleSystem(hint, true, extra, null, false, true);
+    }
+
     private SettleSystem(
             String hint, boolean withAgent, Map<String, Object> extra, String kafkaBootstrap, boolean page) {
+        this(hint, withAgent, extra, kafkaBootstrap, page, false);
+    }
+
+    private SettleSystem(
+            String hint,
+            boolean withAgent,
+            Map<String, Object> extra,
+            String kafkaBootstrap,
+            boolean page,
+            boolean traced) {
         Map<String, Object> shared = new HashMap<>();
-        shared.put("spring.datasource.url", SharedInfra.newDatabase(hint));
+        String url = SharedInfra.newDatabase(hint);
+        shared.put("spring.datasource.url", url);
         shared.put(
                 "spring.kafka.bootstrap-servers",
                 kafkaBootstrap != null ? kafkaBootstrap : SharedInfra.kafkaBootstrap());
@@ -101,14 +121,18 @@ public final class SettleSystem implements AutoCloseable {
         this.shared = Map.copyOf(shared);
         this.group = group;
         launcher = new SettleLauncher(shared);
-        ingest = launcher.startIngestApi(
-                page ? QuickstartPage.served(Map.of("server.port", "0")) : Map.of("server.port", "0"));
+        this.url = url;
+        this.traced = traced;
+        Map<String, Object> ingestProps = new HashMap<>(Map.of("server.port", "0"));
+        ingestProps.putAll(tracedAs("ingest-api"));
+        ingest = launcher.startIngestApi(page ? QuickstartPage.served(ingestProps) : ingestProps);
         // session ids of this system's schema start at a base no other system of this JVM uses: the broker and its
         // topics are shared, a new consumer group reads them from the start, and another system's events (keyed
         // by internal session id) would otherwise wake a session of this one that happens to have the same id
         ingest.getBean(JdbcTemplate.class)
                 .execute("ALTER TABLE chat_session AUTO_INCREMENT = " + SESSION_ID_BLOCK * SYSTEMS.incrementAndGet());
-        debounce = launcher.startDebounceWorker(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group));
+        debounce = launcher.startDebounceWorker(
+                with(Map.of("spring.kafka.consumer.group-id", "settle-debounce" + group), tracedAs("debounce-worker")));
         agent = withAgent ? startAgent() : null;
         jdbc = ingest.getBean(JdbcTemplate.class);
         base = "http://127.0.0.1:" + SettleLauncher.port(ingest);
@@ -116,12 +140,27 @@ public final class SettleSystem implements AutoCloseable {
 
     private final String group;
     private final Map<String, Object> shared;
+    private final String url;
+    private final boolean traced;
+
+    /** The datasource URL that books an application's statements to {@code app}, when this system is traced. */
+    private Map<String, Object> tracedAs(String app) {
+        return traced ? Map.of("spring.datasource.url", SqlTrace.url(url, app)) : Map.of();
+    }
+
+    private static Map<String, Object> with(Map<String, Object> a, Map<String, Object> b) {
+        Map<String, Object> all = new HashMap<>(a);
+        all.putAll(b);
+        return all;
+    }
+
     private static final java.util.concurrent.atomic.AtomicLong SYSTEMS = new java.util.concurrent.atomic.AtomicLong();
     private static final long SESSION_ID_BLOCK = 10_000_000L;
 
     /** Another agent worker instance in the same consumer group. */
     public ConfigurableApplicationContext startAgent() {
-        return launcher.startAgentWorker(Map.of("spring.kafka.consumer.group-id", agentGroup()));
+        return launcher.startAgentWorker(
+                with(Map.of("spring.kafka.consumer.group-id", agentGroup()), tracedAs("agent-worker")));
     }
 
     /**

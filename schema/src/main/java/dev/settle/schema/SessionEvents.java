@@ -71,10 +71,15 @@ public final class SessionEvents {
      * (ingest's session upsert does, saving the separate reservation).
      */
     public static void insertReserved(JdbcTemplate jdbc, long sessionId, long first, Event event) {
+        insertReserved(jdbc, sessionId, first, List.of(event));
+    }
+
+    /** {@link #insertReserved(JdbcTemplate, long, long, Event)} for several events, seqs {@code first ..} in order. */
+    public static void insertReserved(JdbcTemplate jdbc, long sessionId, long first, List<Event> events) {
         if (!TransactionSynchronizationManager.isActualTransactionActive()) {
             throw new IllegalStateException("session events must be appended inside a transaction");
         }
-        insert(jdbc, sessionId, first, List.of(event));
+        insert(jdbc, sessionId, first, events);
     }
 
     private static void insert(JdbcTemplate jdbc, long sessionId, long first, List<Event> events) {

@@ -8,35 +8,58 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
-import tools.jackson.databind.json.JsonMapper;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The "nothing streamed is lost" promise (docs/PROMISES.md): the deltas of one turn, persisted as numbered
- * chunks (reply.delta events keyed by turn + seq, each written exactly once), in batches by count and by time.
+ * chunks (reply.delta events keyed by turn + seq, each written exactly once), in batches by count and by time,
+ * after the turn's {@code turn.started} event, which opens the first batch.
  *
  * <p>No buffer is ever cleared (clearing a shared buffer after draining it drops what arrived in between): the
  * model thread numbers each delta and puts it on a queue; one writer thread takes each chunk off the queue
- * exactly once into a batch of its own, writes the batch, and drops it. {@link #finish()} writes what is left, waits for the writer, and returns the persisted text read
- * back from the database, which the caller compares with the model's text before committing.
+ * exactly once into a batch of its own, writes the batch, and drops it. The stream ends one of two ways:
+ * <ul>
+ *   <li>{@link #finish()} writes what is left, waits for the writer, and returns the text persisted;</li>
+ *   <li>{@link #handOver()} stops the writer after the batch it is writing and hands the events not written yet
+ *       to the caller, which writes them in its own transaction (the reply commit), with the count of deltas the
+ *       persisted stream must then hold.</li>
+ * </ul>
+ * The persisted text is what the writer's committed batches held, in seq order: a batch is either committed
+ * whole or the stream fails. {@code turn.started} waits for the first delta (or the end, or a {@link #sync()}): a
+ * turn that streams nothing before it ends writes it in the end's transaction.
  */
 public final class TurnStream implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TurnStream.class);
-    private static final Chunk END = new Chunk(-1, "");
+    private static final Chunk END = new Chunk(-1, "", null, null);
+    private static final Chunk HAND_OVER = new Chunk(-1, "", null, null);
 
-    record Chunk(int seq, String text) {}
+    /**
+     * A delta (seq ≥ 1), the turn's opening event (seq 0, no text), or a marker (no event): {@link #END},
+     * {@link #HAND_OVER}, or a {@link #sync()} request ({@code synced} counted down once everything before it is
+     * written).
+     */
+    record Chunk(int seq, String text, SessionEvents.Event event, CountDownLatch synced) {
+        Chunk(int seq, String text, SessionEvents.Event event) {
+            this(seq, text, event, null);
+        }
+    }
 
-    static final String PERSISTED = """
-            SELECT data FROM session_event
-             WHERE session_id = ? AND turn_id = ? AND type = 'reply.delta' ORDER BY chunk_seq""";
-    private static final JsonMapper JSON = JsonMapper.builder().build();
+    /**
+     * What a {@link #handOver()} leaves to the caller.
+     *
+     * @param events    the events not written yet, in order (the caller appends them)
+     * @param deltas    reply.delta rows the turn has once {@code events} are appended
+     * @param text      the whole streamed text, written and handed over
+     */
+    public record Rest(List<SessionEvents.Event> events, int deltas, String text) {}
 
     private final LinkedBlockingQueue<Chunk> queue = new LinkedBlockingQueue<>();
     private final JdbcTemplate jdbc;
@@ -46,6 +69,11 @@ public final class TurnStream implements AutoCloseable {
     private final AgentSettings.Stream settings;
     private final Thread writer;
     private int nextSeq;
+    /** Written by the writer thread only; read after it ended. */
+    private final StringBuilder persisted = new StringBuilder();
+
+    private int deltasWritten;
+    private List<Chunk> unwritten = List.of();
     private volatile boolean leaseLost;
     private volatile RuntimeException failure;
 
@@ -54,25 +82,83 @@ public final class TurnStream implements AutoCloseable {
             TransactionTemplate tx,
             SessionLease.Lease lease,
             long turnId,
+            SessionEvents.Event started,
             AgentSettings.Stream settings) {
         this.jdbc = jdbc;
         this.tx = tx;
         this.lease = lease;
         this.turnId = turnId;
         this.settings = settings;
+        queue.add(new Chunk(0, "", started));
         this.writer = Thread.ofVirtual().name("turn-stream-" + turnId).start(this::write);
     }
 
     /** Called by the model's stream, in order. */
     public void delta(String text) {
         if (!text.isEmpty()) {
-            queue.add(new Chunk(++nextSeq, text));
+            int seq = ++nextSeq;
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("turnId", turnId);
+            data.put("seq", seq);
+            data.put("text", text);
+            queue.add(new Chunk(seq, text, new SessionEvents.Event("reply.delta", turnId, seq, data)));
+        }
+    }
+
+    /**
+     * Returns once everything streamed so far is written (before the turn writes events of its own, such as a tool
+     * call's, which must come after them).
+     */
+    public void sync() {
+        CountDownLatch synced = new CountDownLatch(1);
+        queue.add(new Chunk(-1, "", null, synced));
+        try {
+            while (!synced.await(100, TimeUnit.MILLISECONDS)) {
+                if (!writer.isAlive()) {
+                    break;
+                }
+            }
+        } catch (java.lang.InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new LeaseLostException();
+        }
+        if (leaseLost) {
+            throw new LeaseLostException();
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
     /** Writes what is left and returns the text persisted for this turn. */
     public String finish() {
-        queue.add(END);
+        end(END);
+        return persisted.toString();
+    }
+
+    /** Stops the writer after its current batch; what it did not write is the caller's to write. */
+    public Rest handOver() {
+        end(HAND_OVER);
+        List<SessionEvents.Event> events = new ArrayList<>();
+        StringBuilder text = new StringBuilder(persisted);
+        int deltas = deltasWritten;
+        for (Chunk c : unwritten) {
+            events.add(c.event());
+            text.append(c.text());
+            deltas += c.seq() > 0 ? 1 : 0;
+        }
+        for (Chunk c = queue.poll(); c != null; c = queue.poll()) {
+            if (c.event() != null) {
+                events.add(c.event());
+                text.append(c.text());
+                deltas += c.seq() > 0 ? 1 : 0;
+            }
+        }
+        return new Rest(events, deltas, text.toString());
+    }
+
+    private void end(Chunk how) {
+        queue.add(how);
         try {
             writer.join();
         } catch (java.lang.InterruptedException e) {
@@ -85,39 +171,45 @@ public final class TurnStream implements AutoCloseable {
         if (failure != null) {
             throw failure;
         }
-        StringBuilder persisted = new StringBuilder();
-        for (String data : jdbc.queryForList(PERSISTED, String.class, lease.sessionId(), turnId)) {
-            persisted.append(JSON.readTree(data).get("text").asString());
-        }
-        return persisted.toString();
     }
 
     private void write() {
         long interval = settings.flushInterval().toNanos();
         try {
+            List<Chunk> batch = new ArrayList<>();
+            long deadline = 0;
             while (true) {
-                Chunk first = queue.take();
-                if (first == END) {
+                boolean opening = batch.size() == 1 && batch.getFirst().seq() == 0;
+                Chunk next = batch.isEmpty() || opening
+                        ? queue.take()
+                        : queue.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (next == HAND_OVER) {
+                    unwritten = batch;
                     return;
                 }
-                List<Chunk> batch = new ArrayList<>();
-                batch.add(first);
-                long deadline = System.nanoTime() + interval;
-                boolean end = false;
-                while (batch.size() < settings.batchSize()) {
-                    Chunk next = queue.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                    if (next == null) {
-                        break;
+                if (next == END || (next != null && next.synced() != null)) {
+                    flush(batch);
+                    if (next == END || leaseLost) {
+                        releaseSyncs();
+                        return;
                     }
-                    if (next == END) {
-                        end = true;
-                        break;
+                    next.synced().countDown();
+                    batch = new ArrayList<>();
+                    continue;
+                }
+                if (next != null) {
+                    if (batch.isEmpty() || opening) {
+                        deadline = System.nanoTime() + interval;
                     }
                     batch.add(next);
                 }
-                flush(batch);
-                if (end || leaseLost) {
-                    return;
+                if (next == null || batch.size() >= settings.batchSize()) {
+                    flush(batch);
+                    if (leaseLost) {
+                        releaseSyncs();
+                        return;
+                    }
+                    batch = new ArrayList<>();
                 }
             }
         } catch (java.lang.InterruptedException e) {
@@ -126,24 +218,38 @@ public final class TurnStream implements AutoCloseable {
             log.error("turn {}: persisting streamed chunks failed", turnId, e);
             failure = e;
         }
+        releaseSyncs();
+    }
+
+    /** The writer is done: nobody waits for a sync it will never reach. */
+    private void releaseSyncs() {
+        for (Chunk c : queue) {
+            if (c.synced() != null) {
+                c.synced().countDown();
+            }
+        }
     }
 
     private void flush(List<Chunk> batch) throws java.lang.InterruptedException {
+        if (batch.isEmpty()) {
+            return;
+        }
         Duration delay = settings.flushDelay();
         if (!delay.isZero()) {
             Thread.sleep(delay);
         }
         List<SessionEvents.Event> events = new ArrayList<>(batch.size());
         for (Chunk c : batch) {
-            Map<String, Object> data = new LinkedHashMap<>();
-            data.put("turnId", turnId);
-            data.put("seq", c.seq());
-            data.put("text", c.text());
-            events.add(new SessionEvents.Event("reply.delta", turnId, c.seq(), data));
+            events.add(c.event());
         }
         Boolean written = tx.execute(status -> SessionEvents.append(jdbc, lease.sessionId(), lease.token(), events));
         if (!Boolean.TRUE.equals(written)) {
             leaseLost = true;
+            return;
+        }
+        for (Chunk c : batch) {
+            persisted.append(c.text());
+            deltasWritten += c.seq() > 0 ? 1 : 0;
         }
     }
 

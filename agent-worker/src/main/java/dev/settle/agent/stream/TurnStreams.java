@@ -2,6 +2,7 @@ package dev.settle.agent.stream;
 
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.schema.SessionEvents;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -22,7 +23,8 @@ public class TurnStreams {
         this.settings = settings.stream();
     }
 
-    public TurnStream open(SessionLease.Lease lease, long turnId) {
-        return new TurnStream(jdbc, tx, lease, turnId, settings);
+    /** @param started the turn's opening event, written first (with the first deltas when they come soon) */
+    public TurnStream open(SessionLease.Lease lease, long turnId, SessionEvents.Event started) {
+        return new TurnStream(jdbc, tx, lease, turnId, started, settings);
     }
 }

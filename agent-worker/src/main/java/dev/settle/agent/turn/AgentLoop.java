@@ -59,6 +59,12 @@ public class AgentLoop {
         private final AtomicInteger streamedChars = new AtomicInteger();
         private int charsBeforeCall;
         private boolean callOpen;
+        private Turns.Calls calls = Turns.Calls.NONE;
+
+        /** The model calls that finished, with the usage their servers reported. */
+        Turns.Calls calls() {
+            return calls;
+        }
 
         Turns.Spent spent() {
             int streamed = streamedChars.get();
@@ -116,10 +122,7 @@ public class AgentLoop {
                     stream::delta,
                     usage.streamedChars);
             usage.callOpen = false;
-            if (!turns.countCall(
-                    lease, turnId, result.promptTokens(), result.cachedTokens(), result.completionTokens())) {
-                throw new LeaseLostException();
-            }
+            usage.calls = usage.calls.plus(result.promptTokens(), result.cachedTokens(), result.completionTokens());
             AiMessage ai = result.message();
             if (ai.text() != null) {
                 text.append(ai.text());
@@ -134,6 +137,7 @@ public class AgentLoop {
                 if (!control.leaseAlive()) {
                     throw new LeaseLostException();
                 }
+                stream.sync(); // the turn's events so far come before the tool's
                 if (control.interruptReason() != null) {
                     throw new TurnControl.Interrupted(control.interruptReason());
                 }

@@ -36,34 +36,33 @@ public class Conversation {
                    s.version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
                    EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned,
                    (SELECT MIN(b.end_version) FROM session_burst b
-                     WHERE b.session_id = s.id AND b.end_version > s.replied_version) AS burst_end
+                     WHERE b.session_id = s.id AND b.end_version > s.replied_version) AS burst_end,
+                   EXISTS (SELECT 1 FROM tool_execution x WHERE x.session_id = s.id) AS tools
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE s.id = ? AND s.lease_token = ?""";
 
-    /** The unanswered user messages of the span, every one of them: the history limit never cuts them. */
-    static final String PENDING = """
-            SELECT message_uid, role, text, version, covers_from, covers_version
-              FROM chat_message
-             WHERE session_id = ? AND version > ? AND version <= ?
-             ORDER BY version""";
-
     /**
-     * The history is the newest {@code historyLimit} committed messages before the span, in conversation order (a
-     * reply right after the last message it covers): at most that many answered user messages by version, and at
-     * most that many replies by the last version they cover, merged. Unanswered messages are not in it, so no
-     * number of replies committed after one of them can push it out of the prompt.
+     * The messages a turn reads, in one round trip: part 0, the unanswered user messages of the span, every one of
+     * them (the history limit never cuts them); parts 1 and 2, the history: the newest {@code historyLimit}
+     * committed messages before the span, in conversation order (a reply right after the last message it covers)
+     * — at most that many answered user messages by version (1), and at most that many replies by the last version
+     * they cover (2), merged. Unanswered messages are not in the history, so no number of replies committed after
+     * one of them can push it out of the prompt.
      */
-    static final String HISTORY_USER = """
-            SELECT message_uid, role, text, version, covers_from, covers_version
-              FROM chat_message
-             WHERE session_id = ? AND version <= ?
-             ORDER BY version DESC LIMIT ?""";
-
-    static final String HISTORY_REPLIES = """
-            SELECT message_uid, role, text, version, covers_from, covers_version
-              FROM chat_message
-             WHERE session_id = ? AND covers_version <= ?
-             ORDER BY covers_version DESC LIMIT ?""";
+    static final String MESSAGES = """
+            (SELECT 0 AS part, message_uid, role, text, version, covers_from, covers_version
+               FROM chat_message
+              WHERE session_id = ? AND version > ? AND version <= ?)
+            UNION ALL
+            (SELECT 1 AS part, message_uid, role, text, version, covers_from, covers_version
+               FROM chat_message
+              WHERE session_id = ? AND version <= ?
+              ORDER BY version DESC LIMIT ?)
+            UNION ALL
+            (SELECT 2 AS part, message_uid, role, text, version, covers_from, covers_version
+               FROM chat_message
+              WHERE session_id = ? AND covers_version <= ?
+              ORDER BY covers_version DESC LIMIT ?)""";
 
     /** A committed message; for a reply, {@code version} is the last version it covers and {@code coversFrom} the first. */
     public record Message(String uid, String role, String text, long version, long coversFrom) {}
@@ -76,6 +75,7 @@ public class Conversation {
      * @param toolPairs   finished tool call/result pairs of the spans in view (COMPLETED or FAILED only)
      * @param target      where the turn's webhook goes (null: the outbox looks it up)
      * @param abandoned   a turn of this session was RUNNING when the lease was claimed (its holder died)
+     * @param bursts      burst ends are recorded above the replied version (the reply spends them)
      */
     public record Snapshot(
             long sessionId,
@@ -86,7 +86,8 @@ public class Conversation {
             List<Message> pending,
             List<ToolExecutions.Execution> toolPairs,
             Outbox.Target target,
-            boolean abandoned) {
+            boolean abandoned,
+            boolean bursts) {
         public List<String> pendingIds() {
             return pending.stream().map(Message::uid).toList();
         }
@@ -127,7 +128,8 @@ public class Conversation {
                 Outbox.Target target,
                 boolean abandoned,
                 boolean enqueue,
-                Long burstEnd) {}
+                Long burstEnd,
+                boolean tools) {}
         List<Head> heads = jdbc.query(
                 SNAPSHOT,
                 (rs, i) -> new Head(
@@ -137,7 +139,8 @@ public class Conversation {
                         new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")),
                         rs.getBoolean("abandoned"),
                         rs.getBoolean("enqueue"),
-                        rs.getObject("burst_end", Long.class)),
+                        rs.getObject("burst_end", Long.class),
+                        rs.getBoolean("tools")),
                 defaultPolicy,
                 lease.sessionId(),
                 lease.token());
@@ -160,14 +163,29 @@ public class Conversation {
                 rs.getString("text"),
                 "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version"),
                 rs.getLong("covers_from"));
-        List<Message> pending = jdbc.query(PENDING, message, lease.sessionId(), head.replied(), toVersion);
+        List<Message> pending = new ArrayList<>();
+        List<Message> earlier = new ArrayList<>();
+        jdbc.query(
+                MESSAGES,
+                rs -> {
+                    Message m = message.mapRow(rs, 0);
+                    (rs.getInt("part") == 0 ? pending : earlier).add(m);
+                },
+                lease.sessionId(),
+                head.replied(),
+                toVersion,
+                lease.sessionId(),
+                head.replied(),
+                historyLimit,
+                lease.sessionId(),
+                head.replied(),
+                historyLimit);
         if (pending.size() != unanswered) {
             throw new IllegalStateException("session " + lease.sessionId() + " expected " + unanswered
                     + " unanswered messages, found " + pending.size());
         }
-        List<Message> history =
-                new ArrayList<>(jdbc.query(HISTORY_USER, message, lease.sessionId(), head.replied(), historyLimit));
-        history.addAll(jdbc.query(HISTORY_REPLIES, message, lease.sessionId(), head.replied(), historyLimit));
+        pending.sort(Comparator.comparingLong(Message::version));
+        List<Message> history = earlier;
         // a reply sits right after the last user message it covers
         history.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
         history = List.copyOf(history.subList(Math.max(0, history.size() - historyLimit), history.size()));
@@ -175,7 +193,8 @@ public class Conversation {
         for (Message m : history) {
             oldestInView = Math.min(oldestInView, "user".equals(m.role()) ? m.version() : m.coversFrom());
         }
-        List<ToolExecutions.Execution> pairs = executions.completedPairs(lease.sessionId(), oldestInView);
+        List<ToolExecutions.Execution> pairs =
+                head.tools() ? executions.completedPairs(lease.sessionId(), oldestInView) : List.of();
         return new Snapshot(
                 lease.sessionId(),
                 head.replied() + 1,
@@ -185,6 +204,7 @@ public class Conversation {
                 pending,
                 pairs,
                 head.target(),
-                head.abandoned());
+                head.abandoned(),
+                head.burstEnd() != null);
     }
 }

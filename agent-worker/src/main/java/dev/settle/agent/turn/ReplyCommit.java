@@ -2,8 +2,11 @@ package dev.settle.agent.turn;
 
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.webhook.Outbox;
 import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.OkPacket;
+import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -11,7 +14,9 @@ import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -24,35 +29,51 @@ import java.util.UUID;
  * <ol>
  *   <li>{@link #ADVANCE}: one guarded UPDATE moves replied_version from the turn's start to its end. It checks
  *       the lease token and its expiry, the expected replied_version, and the version (or the deadline) in
- *       the same statement. 0 rows = discard; nothing else is written.</li>
- *   <li>In the same transaction: the reply row (unique per covered version), the turn's COMMITTED transition,
- *       the outbox row of its webhook ({@link Outbox}), the deletion of the burst ends it covered, and the
- *       fenced {@code reply.created} event. The lease may expire between two statements of the transaction (ADVANCE
- *       locks the row, but time passes): a refused turn transition or event append rolls the whole reply back.</li>
+ *       the same statement; it also reserves the seqs of the events still to write, releases the lease, and
+ *       reports whether newer messages are waiting (in its OK packet). 0 rows = discard; nothing else is
+ *       written.</li>
+ *   <li>ADVANCE holds the session row's lock until commit, so nobody can claim the lease, append an event or
+ *       answer the session before this transaction ends: the statements after it need no fence of their own. In
+ *       the same transaction: the stream's last events and {@code reply.created} (seqs reserved by ADVANCE), the
+ *       reply row (unique per covered version) — inserted only if the turn's persisted deltas are all there
+ *       ({@link #INSERT_REPLY}; otherwise the whole reply rolls back and the turn fails) —, the turn's COMMITTED
+ *       transition with its model calls, the outbox row of its webhook ({@link Outbox}) and the deletion of the
+ *       burst ends it covered.</li>
  * </ol>
  */
 @Component
 public class ReplyCommit {
+    /**
+     * Parameters: replied_version, session, replied_version (for the oldest unanswered), events to reserve, the
+     * turn's last version (newer messages waiting?), session, expected replied_version, version, max-wait, default
+     * policy, lease token. Its LAST_INSERT_ID is {@code top seq * 2 + (newer messages waiting)}.
+     */
     static final String ADVANCE =
             """
             UPDATE chat_session s
                SET s.replied_version = ?,
                    s.oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
-                                              WHERE m.session_id = ? AND m.version > ?)
+                                              WHERE m.session_id = ? AND m.version > ?),
+                   s.event_seq = LAST_INSERT_ID((s.event_seq + ?) * 2 + (s.version > ?)) DIV 2,
+                   s.lease_token = NULL,
+                   s.lease_expires_at = NULL
              WHERE s.id = ?
                AND s.replied_version = ?
                AND (s.version = ? OR s.oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
                     OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')" + " AND " + SessionRules.LEASE_OURS;
 
+    /** The reply, if the turn's persisted deltas number what it streamed (parameters 7–8: turn, count). */
     static final String INSERT_REPLY = """
             INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
-            VALUES (?, ?, 'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6))""";
+            SELECT ?, ?, 'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6) FROM DUAL
+             WHERE (SELECT COUNT(*) FROM session_event e WHERE e.turn_id = ? AND e.chunk_seq > 0) = ?""";
 
+    /** The turn's own lease token; ADVANCE checked the session's lease in this transaction. */
     static final String COMMIT_TURN = """
-            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.state = 'COMMITTED', t.ended_at = UTC_TIMESTAMP(6)
-             WHERE t.id = ? AND t.state = 'RUNNING' AND t.lease_token = ?
-               AND\s""" + SessionRules.LEASE_OURS;
+            UPDATE chat_turn t
+               SET t.state = 'COMMITTED', t.ended_at = UTC_TIMESTAMP(6),\s""" + Turns.Calls.ADD + """
+
+             WHERE t.id = ? AND t.state = 'RUNNING' AND t.lease_token = ?""";
 
     /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */
     static final String SPEND_BURSTS = """
@@ -63,10 +84,19 @@ public class ReplyCommit {
             SELECT\s""" + SessionRules.LEASE_OURS + " AS ours, s.version FROM chat_session s WHERE s.id = ?";
 
     public enum Outcome {
+        /** Committed, the lease released. */
         COMMITTED,
         SUPERSEDED,
-        LEASE_LOST
+        LEASE_LOST,
+        /** The persisted stream misses deltas the turn streamed: nothing was committed. */
+        STREAM_LOST
     }
+
+    /**
+     * @param waiting committed, and newer messages were already waiting (their timer may have fired while the
+     *                lease was held)
+     */
+    public record Result(Outcome outcome, boolean waiting) {}
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -88,12 +118,35 @@ public class ReplyCommit {
         this.defaultPolicy = settings.policy().defaultPolicy();
     }
 
-    public Outcome commit(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String text) {
-        Boolean committed = tx.execute(status -> {
-            int rows = jdbc.update(
+    /**
+     * @param rest  what the turn's stream left to write ({@link TurnStream#handOver()})
+     * @param calls the turn's model calls
+     */
+    public Result commit(
+            SessionLease.Lease lease,
+            long turnId,
+            Conversation.Snapshot turn,
+            TurnStream.Rest rest,
+            Turns.Calls calls) {
+        String replyId = "msg_" + UUID.randomUUID();
+        String text = rest.text();
+        Map<String, Object> created = new LinkedHashMap<>();
+        created.put("turnId", turnId);
+        created.put("replyId", replyId);
+        created.put("text", text);
+        created.put("coversVersion", turn.toVersion());
+        created.put("messageIds", turn.pendingIds());
+        List<SessionEvents.Event> events = new ArrayList<>(rest.events());
+        events.add(SessionEvents.Event.of("reply.created", turnId, created));
+        Outcome[] failed = {null};
+        Long reserved = tx.execute(status -> {
+            OkPacket.Reserved advanced = OkPacket.update(
+                    jdbc,
                     ADVANCE,
                     turn.toVersion(),
                     lease.sessionId(),
+                    turn.toVersion(),
+                    events.size(),
                     turn.toVersion(),
                     lease.sessionId(),
                     turn.fromVersion() - 1,
@@ -101,32 +154,46 @@ public class ReplyCommit {
                     maxWaitMicros,
                     defaultPolicy,
                     lease.token());
-            SessionLease.expectAtMostOne(rows, "advance replied_version");
-            if (rows == 0) {
-                return false;
+            SessionLease.expectAtMostOne(advanced.rows(), "advance replied_version");
+            if (advanced.rows() == 0) {
+                return null;
             }
-            String replyId = "msg_" + UUID.randomUUID();
-            jdbc.update(INSERT_REPLY, replyId, lease.sessionId(), text, turn.fromVersion(), turn.toVersion(), turnId);
-            if (jdbc.update(COMMIT_TURN, turnId, lease.token(), lease.token()) != 1) {
-                if (!leaseLive(lease)) {
-                    status.setRollbackOnly(); // the lease expired after ADVANCE: nothing of this reply stays
-                    return false;
-                }
+            long last = advanced.lastInsertId() > 0
+                    ? advanced.lastInsertId()
+                    : jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
+            SessionEvents.insertReserved(jdbc, lease.sessionId(), (last >> 1) - events.size() + 1, events);
+            if (jdbc.update(
+                            INSERT_REPLY,
+                            replyId,
+                            lease.sessionId(),
+                            text,
+                            turn.fromVersion(),
+                            turn.toVersion(),
+                            turnId,
+                            turnId,
+                            rest.deltas())
+                    != 1) {
+                failed[0] = Outcome.STREAM_LOST;
+                status.setRollbackOnly();
+                return null;
+            }
+            Object[] c = calls.bind();
+            if (jdbc.update(COMMIT_TURN, c[0], c[1], c[2], c[3], turnId, lease.token()) != 1) {
                 throw new IllegalStateException("turn " + turnId + " was not RUNNING at commit");
             }
             outbox.replyCreated(turn.outboxSpan(), replyId, text);
-            jdbc.update(SPEND_BURSTS, lease.sessionId(), turn.toVersion());
-            Map<String, Object> data = new LinkedHashMap<>();
-            data.put("replyId", replyId);
-            data.put("text", text);
-            data.put("coversVersion", turn.toVersion());
-            data.put("messageIds", turn.pendingIds());
-            return Turns.announce(jdbc, status, lease, "reply.created", turnId, data);
+            if (turn.bursts()) {
+                jdbc.update(SPEND_BURSTS, lease.sessionId(), turn.toVersion());
+            }
+            return last;
         });
-        if (Boolean.TRUE.equals(committed)) {
-            return Outcome.COMMITTED;
+        if (reserved != null) {
+            return new Result(Outcome.COMMITTED, (reserved & 1) == 1);
         }
-        return leaseLive(lease) ? Outcome.SUPERSEDED : Outcome.LEASE_LOST;
+        if (failed[0] != null) {
+            return new Result(failed[0], false);
+        }
+        return new Result(leaseLive(lease) ? Outcome.SUPERSEDED : Outcome.LEASE_LOST, false);
     }
 
     private boolean leaseLive(SessionLease.Lease lease) {

@@ -35,10 +35,11 @@ public class TurnFailure {
         this.outbox = outbox;
     }
 
-    public boolean record(SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String error) {
+    public boolean record(
+            SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String error, Turns.Calls calls) {
         return Boolean.TRUE.equals(tx.execute(status -> {
             if (jdbc.update(MARK_SESSION, turn.toVersion(), lease.sessionId(), lease.token()) != 1
-                    || !turns.end(lease, turnId, Turns.Ending.FAILED, error)) {
+                    || !turns.end(lease, turnId, Turns.Ending.FAILED, error, calls)) {
                 status.setRollbackOnly();
                 return false;
             }

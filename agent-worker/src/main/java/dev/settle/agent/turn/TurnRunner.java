@@ -7,12 +7,14 @@ import dev.settle.agent.lease.TurnControl;
 import dev.settle.agent.model.ModelStream;
 import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.stream.TurnStreams;
+import dev.settle.schema.SessionEvents;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 import org.springframework.stereotype.Component;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -21,16 +23,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <ol>
  *   <li>Claim the lease (one CAS); busy or nothing to do → return at once, never wait.</li>
  *   <li>Read the unanswered span (replied_version, version] and the history under the lease.</li>
- *   <li>Open a RUNNING turn (turn.started), keep the lease alive with heartbeats, and let the
- *       {@link InterruptWatcher} stop it when a newer message arrives (merge policy, before max-wait).</li>
+ *   <li>Open a RUNNING turn (its turn.started event opens the stream), keep the lease alive with heartbeats, and
+ *       let the {@link InterruptWatcher} stop it when a newer message arrives (merge policy, before max-wait).</li>
  *   <li>Run the model↔tool rounds ({@link AgentLoop}), streaming into the turn's {@link TurnStream}. All
  *       attempts of a model call failed → the turn FAILS, reply.failed is queued.</li>
- *   <li>Finish the stream and check that the persisted text equals the model's text; a difference fails the
- *       turn loudly instead of committing it.</li>
- *   <li>Commit the reply in one guarded statement; superseded or interrupted → DISCARDED (its partial text
- *       stays on record, its tokens are counted, its finished tool calls stay in the history); lease lost →
- *       write nothing.</li>
- *   <li>Release the lease, then re-arm the session's timer if messages are still waiting.</li>
+ *   <li>Take over what the stream has not written yet and check that the streamed text equals the model's text;
+ *       a difference fails the turn loudly instead of committing it.</li>
+ *   <li>Stop the heartbeat (the lease has at least two thirds of its TTL left) and commit the reply, the rest of
+ *       the stream and the lease's release in one transaction ({@link ReplyCommit}); persisted deltas missing →
+ *       FAILED; superseded or interrupted → DISCARDED (its partial text stays on record, its tokens are counted,
+ *       its finished tool calls stay in the history); lease lost → write nothing.</li>
+ *   <li>Release the lease unless the commit did, then re-arm the session's timer if messages may be waiting.</li>
  * </ol>
  */
 @Component
@@ -103,9 +106,9 @@ public class TurnRunner {
         }
         inFlight.incrementAndGet();
         MDC.put("sessionId", Long.toString(sessionId));
-        TurnOutcome outcome = TurnOutcome.LEASE_LOST;
+        Ended ended = new Ended(TurnOutcome.LEASE_LOST, false, false);
         try (Heartbeats.Beat beat = heartbeats.start(lease)) {
-            outcome = answer(lease, readyVersion, new TurnControl(beat));
+            ended = answer(lease, readyVersion, beat, new TurnControl(beat));
         } catch (LeaseLostException e) {
             meters.counter("settle.lease.fenced").increment();
             log.info("session {}: lease lost mid-turn, nothing more written", sessionId);
@@ -115,9 +118,13 @@ public class TurnRunner {
             Thread.interrupted();
             try {
                 try {
-                    leases.release(lease);
+                    if (!ended.released()) {
+                        leases.release(lease);
+                    }
                 } finally {
-                    waker.rearmIfPending(sessionId);
+                    if (!ended.released() || ended.waiting()) {
+                        waker.rearmIfPending(sessionId);
+                    }
                 }
             } finally {
                 inFlight.decrementAndGet();
@@ -125,14 +132,26 @@ public class TurnRunner {
                 MDC.remove("turnId");
             }
         }
-        meters.counter("settle.turns", "outcome", outcome.tag()).increment();
-        return outcome;
+        meters.counter("settle.turns", "outcome", ended.outcome().tag()).increment();
+        return ended.outcome();
     }
 
-    private TurnOutcome answer(SessionLease.Lease lease, long readyVersion, TurnControl control) {
+    /**
+     * How a turn ended.
+     *
+     * @param released the reply's commit released the lease
+     * @param waiting  newer messages were waiting when it did
+     */
+    private record Ended(TurnOutcome outcome, boolean released, boolean waiting) {
+        static Ended of(TurnOutcome outcome) {
+            return new Ended(outcome, false, false);
+        }
+    }
+
+    private Ended answer(SessionLease.Lease lease, long readyVersion, Heartbeats.Beat beat, TurnControl control) {
         Conversation.Snapshot turn = conversation.load(lease, readyVersion);
         if (turn == null) {
-            return TurnOutcome.NOTHING;
+            return Ended.of(TurnOutcome.NOTHING);
         }
         Long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion(), turn.abandoned());
         if (turnId == null) {
@@ -142,52 +161,77 @@ public class TurnRunner {
         interrupts.watch(lease.sessionId(), turn.toVersion(), control);
         AgentLoop.Usage usage = new AgentLoop.Usage();
         String text;
-        String persisted;
-        try (TurnStream stream = streams.open(lease, turnId)) {
+        TurnStream.Rest rest;
+        try (TurnStream stream =
+                streams.open(lease, turnId, Turns.started(turnId, turn.fromVersion(), turn.toVersion()))) {
             try {
                 text = agent.answer(lease, turnId, turn, control, stream, usage);
             } catch (TurnControl.Interrupted e) {
                 stream.finish(); // the partial text stays on record, never delivered
-                return discard(lease, turnId, turn, e.getMessage(), usage);
+                return Ended.of(discard(lease, turnId, turn, e.getMessage(), usage, List.of()));
             } catch (ModelStream.ModelFailedException e) {
                 stream.finish();
-                failures.record(lease, turnId, turn, e.getMessage());
+                failures.record(lease, turnId, turn, e.getMessage(), usage.calls());
                 countTokens(turnId, "failed");
-                return TurnOutcome.FAILED;
+                return Ended.of(TurnOutcome.FAILED);
             }
-            persisted = stream.finish();
+            rest = stream.handOver();
         }
-        if (!persisted.equals(text)) {
-            log.error(
-                    "session {} turn {}: persisted stream ({} chars) differs from the model's text ({} chars); failing the turn",
-                    lease.sessionId(),
-                    turnId,
-                    persisted.length(),
-                    text.length());
-            failures.record(lease, turnId, turn, "persisted stream differs from the model's text");
-            countTokens(turnId, "failed");
-            return TurnOutcome.FAILED;
+        if (!rest.text().equals(text)) {
+            return Ended.of(streamLost(lease, turnId, turn, usage, rest.text().length(), text.length()));
         }
         if (!control.leaseAlive()) {
             throw new LeaseLostException();
         }
-        return switch (replies.commit(lease, turnId, turn, text)) {
+        beat.close(); // the commit releases the lease: no renewal may find it gone and stop this thread
+        ReplyCommit.Result result = replies.commit(lease, turnId, turn, rest, usage.calls());
+        return switch (result.outcome()) {
             case COMMITTED -> {
-                countTokens(turnId, "committed");
+                countTokens("committed", usage.calls());
                 log.info(
                         "session {}: reply committed for versions {}-{}",
                         lease.sessionId(),
                         turn.fromVersion(),
                         turn.toVersion());
-                yield TurnOutcome.COMMITTED;
+                yield new Ended(TurnOutcome.COMMITTED, true, result.waiting());
             }
             case SUPERSEDED ->
-                discard(lease, turnId, turn, "superseded: a newer message arrived while generating", usage);
+                Ended.of(discard(
+                        lease,
+                        turnId,
+                        turn,
+                        "superseded: a newer message arrived while generating",
+                        usage,
+                        rest.events()));
+            case STREAM_LOST -> Ended.of(streamLost(lease, turnId, turn, usage, -1, text.length()));
             case LEASE_LOST -> {
                 meters.counter("settle.lease.fenced").increment(); // the commit was refused by the fence
-                yield TurnOutcome.LEASE_LOST;
+                yield Ended.of(TurnOutcome.LEASE_LOST);
             }
         };
+    }
+
+    /**
+     * The stream persisted is not the text the model streamed: the turn fails loudly instead of committing it.
+     *
+     * @param persistedChars characters persisted, -1 when the commit found persisted deltas missing
+     */
+    private TurnOutcome streamLost(
+            SessionLease.Lease lease,
+            long turnId,
+            Conversation.Snapshot turn,
+            AgentLoop.Usage usage,
+            int persistedChars,
+            int textChars) {
+        log.error(
+                "session {} turn {}: persisted stream ({}) differs from the model's text ({} chars); failing the turn",
+                lease.sessionId(),
+                turnId,
+                persistedChars < 0 ? "deltas missing" : persistedChars + " chars",
+                textChars);
+        failures.record(lease, turnId, turn, "persisted stream differs from the model's text", usage.calls());
+        countTokens(turnId, "failed");
+        return TurnOutcome.FAILED;
     }
 
     /**
@@ -196,18 +240,28 @@ public class TurnRunner {
      */
     private Turns.Tokens countTokens(long turnId, String outcome) {
         Turns.Tokens tokens = turns.tokensOf(turnId);
+        countTokens(outcome, new Turns.Calls(0, tokens.prompt(), tokens.cached(), tokens.completion()));
+        return tokens;
+    }
+
+    /** {@link #countTokens(long, String)} from the counts in hand. */
+    private void countTokens(String outcome, Turns.Calls tokens) {
         meters.counter("settle.model.tokens", "kind", "prompt", "outcome", outcome)
                 .increment(tokens.prompt());
         meters.counter("settle.model.tokens", "kind", "cached", "outcome", outcome)
                 .increment(tokens.cached());
         meters.counter("settle.model.tokens", "kind", "completion", "outcome", outcome)
                 .increment(tokens.completion());
-        return tokens;
     }
 
     private TurnOutcome discard(
-            SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String reason, AgentLoop.Usage usage) {
-        if (turns.discard(lease, turnId, reason, usage.spent())) {
+            SessionLease.Lease lease,
+            long turnId,
+            Conversation.Snapshot turn,
+            String reason,
+            AgentLoop.Usage usage,
+            List<SessionEvents.Event> unwritten) {
+        if (turns.discard(lease, turnId, reason, usage.spent(), usage.calls(), unwritten)) {
             Turns.Tokens tokens = countTokens(turnId, "discarded");
             meters.counter("settle.discarded.tokens").increment(tokens.prompt() + tokens.completion());
         }

@@ -13,7 +13,9 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 import java.sql.PreparedStatement;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -26,16 +28,45 @@ import java.util.Map;
  */
 @Component
 public class Turns {
+    /** Opens a RUNNING turn; the SELECT is the live-lease guard (no row inserted when the lease is gone). */
     static final String BEGIN = """
             INSERT INTO chat_turn (session_id, lease_token, lease_epoch, from_version, to_version, state, started_at)
-            VALUES (?, ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6))""";
+            SELECT s.id, ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6) FROM chat_session s
+             WHERE s.id = ? AND\s""" + SessionRules.LEASE_OURS;
 
-    /** Closes a RUNNING turn; the join on chat_session is the live-lease guard. */
+    /**
+     * Closes a RUNNING turn, adding the model calls it made ({@link Calls}); the join on chat_session is the
+     * live-lease guard.
+     */
     static final String END = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6)
+               SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6),\s""" + Calls.ADD + """
+
              WHERE t.id = ? AND t.state = 'RUNNING'
                AND\s""" + SessionRules.LEASE_OURS;
+
+    /**
+     * The model calls of a turn that finished, with the tokens their servers reported: counted in memory while
+     * the turn runs and added to its row by the statement that ends it ({@link #ADD}). A worker that dies
+     * mid-turn leaves its turn's count at what earlier holders wrote.
+     */
+    public record Calls(int calls, long prompt, long cached, long completion) {
+        public static final Calls NONE = new Calls(0, 0, 0, 0);
+
+        /** The SET clause that adds a {@code Calls} to a turn row {@code t} (4 parameters, {@link #bind}). */
+        static final String ADD = """
+                t.model_calls = t.model_calls + ?, t.prompt_tokens = t.prompt_tokens + ?,
+                   t.cached_tokens = t.cached_tokens + ?, t.completion_tokens = t.completion_tokens + ?""";
+
+        public Calls plus(long prompt, long cached, long completion) {
+            return new Calls(calls + 1, this.prompt + prompt, this.cached + cached, this.completion + completion);
+        }
+
+        /** The parameters of {@link #ADD}. */
+        Object[] bind() {
+            return new Object[] {calls, prompt, cached, completion};
+        }
+    }
 
     /** Turns left RUNNING by a holder that lost its lease (crashed or paused): closed by the next holder. */
     static final String CLOSE_ABANDONED = """
@@ -63,17 +94,6 @@ public class Turns {
              WHERE t.id = ? AND t.lease_token = ?
                AND\s""" + SessionRules.LEASE_OURS;
 
-    /**
-     * A finished model call and its tokens. Like every write of a holder it checks the live lease, not only the
-     * turn's own token: a fenced-out holder's late call leaves its abandoned turn's counters as they were.
-     */
-    static final String COUNT_CALLS = """
-            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.model_calls = t.model_calls + 1, t.prompt_tokens = t.prompt_tokens + ?,
-                   t.cached_tokens = t.cached_tokens + ?, t.completion_tokens = t.completion_tokens + ?
-             WHERE t.id = ? AND t.lease_token = ?
-               AND\s""" + SessionRules.LEASE_OURS;
-
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
     private final SessionLease leases;
@@ -91,39 +111,38 @@ public class Turns {
     }
 
     /**
-     * Opens a RUNNING turn and announces it (turn.started); null when the lease is gone. Turns an earlier holder
-     * left RUNNING are closed first, when the snapshot saw one ({@code abandoned}).
+     * Opens a RUNNING turn in one guarded statement; null when the lease is gone. Turns an earlier holder left
+     * RUNNING are closed first, when the snapshot saw one ({@code abandoned}). Its {@code turn.started} event is
+     * written by the turn's stream ({@link #started}), before anything else of the turn.
      */
     public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion, boolean abandoned) {
-        return tx.execute(status -> {
-            if (!leases.lockHeld(lease)) {
-                return null;
-            }
-            if (abandoned) {
-                jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
-            }
-            long turnId = insert(lease, fromVersion, toVersion);
-            Map<String, Object> data = new LinkedHashMap<>();
-            data.put("fromVersion", fromVersion);
-            data.put("toVersion", toVersion);
-            return announce(jdbc, status, lease, "turn.started", turnId, data) ? turnId : null;
-        });
-    }
-
-    private long insert(SessionLease.Lease lease, long fromVersion, long toVersion) {
+        if (abandoned) {
+            jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
+        }
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
-        jdbc.update(
+        int rows = jdbc.update(
                 c -> {
                     PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
-                    ps.setLong(1, lease.sessionId());
-                    ps.setString(2, lease.token());
-                    ps.setLong(3, lease.epoch());
-                    ps.setLong(4, fromVersion);
-                    ps.setLong(5, toVersion);
+                    ps.setString(1, lease.token());
+                    ps.setLong(2, lease.epoch());
+                    ps.setLong(3, fromVersion);
+                    ps.setLong(4, toVersion);
+                    ps.setLong(5, lease.sessionId());
+                    ps.setString(6, lease.token());
                     return ps;
                 },
                 keys);
-        return keys.getKey().longValue();
+        SessionLease.expectAtMostOne(rows, "begin turn");
+        return rows == 1 ? keys.getKey().longValue() : null;
+    }
+
+    /** The turn's opening event, {@code turn.started}: the span it answers. */
+    public static SessionEvents.Event started(long turnId, long fromVersion, long toVersion) {
+        Map<String, Object> data = new LinkedHashMap<>();
+        data.put("turnId", turnId);
+        data.put("fromVersion", fromVersion);
+        data.put("toVersion", toVersion);
+        return SessionEvents.Event.of("turn.started", turnId, data);
     }
 
     /** How a turn ends without a reply; COMMITTED is written by {@link ReplyCommit}. */
@@ -133,8 +152,9 @@ public class Turns {
     }
 
     /** @return false when the lease is gone (the next holder closes the turn) */
-    public boolean end(SessionLease.Lease lease, long turnId, Ending ending, String reason) {
-        int rows = jdbc.update(END, ending.name(), truncate(reason), turnId, lease.token());
+    public boolean end(SessionLease.Lease lease, long turnId, Ending ending, String reason, Calls calls) {
+        Object[] c = calls.bind();
+        int rows = jdbc.update(END, ending.name(), truncate(reason), c[0], c[1], c[2], c[3], turnId, lease.token());
         SessionLease.expectAtMostOne(rows, "end turn");
         return rows == 1;
     }
@@ -170,7 +190,21 @@ public class Turns {
     }
 
     /** DISCARDED, with its reason and the tokens it spent, announced as turn.discarded. */
-    public boolean discard(SessionLease.Lease lease, long turnId, String reason, Spent spent) {
+    public boolean discard(SessionLease.Lease lease, long turnId, String reason, Spent spent, Calls calls) {
+        return discard(lease, turnId, reason, spent, calls, List.of());
+    }
+
+    /**
+     * DISCARDED, as {@link #discard(SessionLease.Lease, long, String, Spent, Calls)}, after the events its stream
+     * handed over unwritten ({@code unwritten}: its partial text stays on record).
+     */
+    public boolean discard(
+            SessionLease.Lease lease,
+            long turnId,
+            String reason,
+            Spent spent,
+            Calls calls,
+            List<SessionEvents.Event> unwritten) {
         return Boolean.TRUE.equals(tx.execute(status -> {
             if (!leases.lockHeld(lease)) {
                 return false;
@@ -185,23 +219,14 @@ public class Turns {
                         lease.token());
             }
             jdbc.update(STREAMED, spent.streamedChars(), turnId, lease.token(), lease.token());
-            if (!end(lease, turnId, Ending.DISCARDED, reason)) {
+            if (!end(lease, turnId, Ending.DISCARDED, reason, calls)) {
                 status.setRollbackOnly();
                 return false;
             }
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("reason", reason);
-            return announce(jdbc, status, lease, "turn.discarded", turnId, data);
+            return announce(jdbc, status, lease, unwritten, "turn.discarded", turnId, data);
         }));
-    }
-
-    /** @return false when the lease is no longer live (nothing counted) */
-    public boolean countCall(
-            SessionLease.Lease lease, long turnId, int promptTokens, int cachedTokens, int completionTokens) {
-        int rows = jdbc.update(
-                COUNT_CALLS, promptTokens, cachedTokens, completionTokens, turnId, lease.token(), lease.token());
-        SessionLease.expectAtMostOne(rows, "count model call");
-        return rows == 1;
     }
 
     /**
@@ -218,11 +243,24 @@ public class Turns {
             String type,
             long turnId,
             Map<String, Object> data) {
+        return announce(jdbc, status, lease, List.of(), type, turnId, data);
+    }
+
+    /** {@link #announce(JdbcTemplate, TransactionStatus, SessionLease.Lease, String, long, Map)} after {@code before}. */
+    static boolean announce(
+            JdbcTemplate jdbc,
+            TransactionStatus status,
+            SessionLease.Lease lease,
+            List<SessionEvents.Event> before,
+            String type,
+            long turnId,
+            Map<String, Object> data) {
         Map<String, Object> event = new LinkedHashMap<>();
         event.put("turnId", turnId);
         event.putAll(data);
-        if (!SessionEvents.append(
-                jdbc, lease.sessionId(), lease.token(), SessionEvents.Event.of(type, turnId, event))) {
+        List<SessionEvents.Event> events = new ArrayList<>(before);
+        events.add(SessionEvents.Event.of(type, turnId, event));
+        if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), events)) {
             status.setRollbackOnly();
             return false;
         }

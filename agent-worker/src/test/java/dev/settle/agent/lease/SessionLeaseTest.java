@@ -1,6 +1,7 @@
 package dev.settle.agent.lease;
 
 import dev.settle.agent.TestAgent;
+import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.Turns;
@@ -91,7 +92,10 @@ class SessionLeaseTest {
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         Thread.sleep(1500); // paused past the 1 s TTL
         assertFalse(leases.heartbeat(lease));
-        assertEquals(ReplyCommit.Outcome.LEASE_LOST, replies.commit(lease, turnId, turn, "late reply"));
+        assertEquals(
+                ReplyCommit.Outcome.LEASE_LOST,
+                replies.commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "late reply"), Turns.Calls.NONE)
+                        .outcome());
         assertEquals(
                 0,
                 agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
@@ -107,9 +111,15 @@ class SessionLeaseTest {
         long next = turns.begin(successor, again.fromVersion(), again.toVersion());
         assertEquals(
                 "FAILED", agent.jdbc.queryForObject("SELECT state FROM chat_turn WHERE id = ?", String.class, turnId));
-        assertEquals(ReplyCommit.Outcome.COMMITTED, replies.commit(successor, next, again, "the reply"));
+        assertEquals(
+                ReplyCommit.Outcome.COMMITTED,
+                replies.commit(successor, next, again, new TurnStream.Rest(List.of(), 0, "the reply"), Turns.Calls.NONE)
+                        .outcome());
         // and the old holder, resuming now, is fenced by the new token too
-        assertEquals(ReplyCommit.Outcome.LEASE_LOST, replies.commit(lease, turnId, turn, "late reply"));
+        assertEquals(
+                ReplyCommit.Outcome.LEASE_LOST,
+                replies.commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "late reply"), Turns.Calls.NONE)
+                        .outcome());
         assertEquals(
                 1,
                 agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
@@ -207,12 +217,15 @@ class SessionLeaseTest {
         Conversation.Snapshot turn = conversation.load(lease);
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         agent.newMessage(session);
-        assertEquals(ReplyCommit.Outcome.SUPERSEDED, replies.commit(lease, turnId, turn, "stale"));
+        assertEquals(
+                ReplyCommit.Outcome.SUPERSEDED,
+                replies.commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "stale"), Turns.Calls.NONE)
+                        .outcome());
         assertEquals(
                 0,
                 agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
-        assertTrue(turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded"));
+        assertTrue(turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded", Turns.Calls.NONE));
         leases.release(lease);
     }
 
@@ -226,7 +239,10 @@ class SessionLeaseTest {
         Conversation.Snapshot turn = conversation.load(lease);
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
         agent.newMessage(session);
-        assertEquals(ReplyCommit.Outcome.COMMITTED, replies.commit(lease, turnId, turn, "for 1-2"));
+        assertEquals(
+                ReplyCommit.Outcome.COMMITTED,
+                replies.commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "for 1-2"), Turns.Calls.NONE)
+                        .outcome());
         assertEquals(2, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
         assertEquals(1, agent.count("""
                 SELECT COUNT(*) FROM chat_session s JOIN chat_message m ON m.session_id = s.id AND m.version = 3

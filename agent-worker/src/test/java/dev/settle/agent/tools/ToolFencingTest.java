@@ -196,7 +196,7 @@ class ToolFencingTest {
                     "booked 35.00 under food",
                     executor.forTurn(lease, turnId, 1).execute(book(args)),
                     args);
-            turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded");
+            turns.end(lease, turnId, Turns.Ending.DISCARDED, "superseded", Turns.Calls.NONE);
         }
         assertEquals(List.of("COMPLETED"), statuses(session), "one execution");
         assertEquals(1, ledgerRows(session), "one ledger row");

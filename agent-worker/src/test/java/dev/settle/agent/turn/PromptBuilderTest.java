@@ -27,6 +27,7 @@ class PromptBuilderTest {
                 List.of(new Conversation.Message("m1", "user", "lunch 35", 1, 0)),
                 List.of(pair(1, "", "FAILED"), pair(2, "create_transaction", "COMPLETED"), pair(3, null, "FAILED")),
                 null,
+                false,
                 false);
         List<ChatMessage> prompt = new PromptBuilder("system").prompt(turn);
         // system, the user message, then only the named pair: its call and its result

@@ -1,0 +1,141 @@
+package dev.settle.testsupport;
+
+import com.mysql.cj.MysqlConnection;
+import com.mysql.cj.PreparedQuery;
+import com.mysql.cj.Query;
+import com.mysql.cj.interceptors.QueryInterceptor;
+import com.mysql.cj.log.Log;
+import com.mysql.cj.protocol.Resultset;
+import com.mysql.cj.protocol.ServerSession;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Supplier;
+
+/**
+ * Records every statement the client sends to the server, commits and session settings included, for tests and
+ * the bench that count round trips. Installed per connection pool through the JDBC URL: {@link #url(String,
+ * String)} adds {@code queryInterceptors=} and the name of the application the statements are booked to.
+ *
+ * <p>A statement is what one round trip carries: a batch rewritten into one multi-row statement is one. A
+ * <em>transaction</em> is a COMMIT, or a write sent with autocommit on.
+ */
+public final class SqlTrace implements QueryInterceptor {
+    /** The URL property naming the application a pool's statements are booked to. */
+    public static final String APP_PROPERTY = "settleSqlApp";
+
+    /**
+     * One statement.
+     *
+     * @param sql the statement's text as written (parameters as {@code ?})
+     * @param autocommit whether the session was in autocommit mode when it ran
+     * @param rows rows returned by a query, or rows affected by a write
+     */
+    public record Statement(String app, String thread, long atNanos, String sql, boolean autocommit, long rows) {
+        public boolean isCommit() {
+            return sql.equalsIgnoreCase("commit");
+        }
+
+        /** A write with autocommit on (its own transaction). */
+        public boolean isAutocommitWrite() {
+            String verb = verb();
+            return autocommit
+                    && (verb.equals("INSERT")
+                            || verb.equals("UPDATE")
+                            || verb.equals("DELETE")
+                            || verb.equals("REPLACE"));
+        }
+
+        /** COMMIT, or a write that committed on its own. */
+        public boolean endsTransaction() {
+            return isCommit() || isAutocommitWrite();
+        }
+
+        public String verb() {
+            String s = sql.stripLeading();
+            int end = 0;
+            while (end < s.length() && Character.isLetter(s.charAt(end))) {
+                end++;
+            }
+            return s.substring(0, end).toUpperCase(Locale.ROOT);
+        }
+
+        /** The statement on one line, whitespace collapsed, for reports. */
+        public String shape() {
+            return sql.replaceAll("\\s+", " ").strip();
+        }
+    }
+
+    private static final ConcurrentLinkedQueue<Statement> LOG = new ConcurrentLinkedQueue<>();
+    private static volatile boolean recording;
+
+    /** {@code jdbcUrl} with this interceptor installed, booking its statements to {@code app}. */
+    public static String url(String jdbcUrl, String app) {
+        return jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "queryInterceptors=" + SqlTrace.class.getName() + "&"
+                + APP_PROPERTY + "=" + app;
+    }
+
+    /** Forgets what was recorded and records from now on. */
+    public static void start() {
+        LOG.clear();
+        recording = true;
+    }
+
+    /** Stops recording and returns what was recorded since {@link #start()}, in the order it was sent. */
+    public static List<Statement> stop() {
+        recording = false;
+        List<Statement> all = new ArrayList<>(LOG);
+        LOG.clear();
+        return all;
+    }
+
+    /** What was recorded so far, recording on. */
+    public static List<Statement> snapshot() {
+        return new ArrayList<>(LOG);
+    }
+
+    private String app = "?";
+
+    @Override
+    public QueryInterceptor init(MysqlConnection conn, Properties props, Log log) {
+        app = props.getProperty(APP_PROPERTY, "?");
+        return this;
+    }
+
+    @Override
+    public <T extends Resultset> T preProcess(Supplier<String> sql, Query interceptedQuery) {
+        return null;
+    }
+
+    @Override
+    public boolean executeTopLevelOnly() {
+        return true;
+    }
+
+    @Override
+    public void destroy() {}
+
+    @Override
+    public <T extends Resultset> T postProcess(
+            Supplier<String> sql, Query interceptedQuery, T originalResultSet, ServerSession serverSession) {
+        if (!recording) {
+            return null;
+        }
+        String text = interceptedQuery instanceof PreparedQuery prepared && prepared.getOriginalSql() != null
+                ? prepared.getOriginalSql()
+                : sql.get();
+        long rows = -1;
+        if (originalResultSet != null) {
+            rows = originalResultSet.hasRows() && originalResultSet.getRows() != null
+                    ? originalResultSet.getRows().size()
+                    : originalResultSet.getUpdateCount();
+        }
+        boolean autocommit = serverSession == null || serverSession.isAutocommit();
+        LOG.add(new Statement(
+                app, Thread.currentThread().getName(), System.nanoTime(), text == null ? "" : text, autocommit, rows));
+        return null;
+    }
+}
