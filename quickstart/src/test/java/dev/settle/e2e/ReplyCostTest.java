@@ -61,7 +61,9 @@ class ReplyCostTest {
         SqlTrace.start();
         String s = SettleSystem.newSessionId();
         settle.post(s, "hello");
-        await().atMost(Duration.ofSeconds(30)).pollInSameThread().until(() -> settle.webhooks(s).size() == 1);
+        await().atMost(Duration.ofSeconds(30))
+                .pollInSameThread()
+                .until(() -> settle.webhooks(s).size() == 1);
         settle.awaitQuiescent(Duration.ofSeconds(30));
         List<SqlTrace.Statement> all = SqlTrace.stop().stream()
                 .filter(st -> !st.thread().equals(test) && !st.thread().startsWith("awaitility"))
@@ -93,7 +95,7 @@ class ReplyCostTest {
         assertEquals(1, transactions(byApp.get("ingest-api")), report.toString());
         assertEquals(9, byApp.get("debounce-worker").size(), report.toString());
         assertEquals(3, transactions(byApp.get("debounce-worker")), report.toString());
-        assertEquals(25, byApp.get("agent-worker").size(), report.toString());
+        assertEquals(21, byApp.get("agent-worker").size(), report.toString());
         assertEquals(5, transactions(byApp.get("agent-worker")), report.toString());
     }
 

@@ -99,6 +99,18 @@ public class DeliveryQueue {
                    claim_token = NULL, claimed_until = NULL
              WHERE id = ? AND claim_token = ?""";
 
+    /**
+     * A delivered attempt of a claim still held, in one statement: the attempt's row and the delivery's together
+     * (parameters: attempt, status, latency, status, id, token). Nothing matched = the claim is gone; the attempt's
+     * own row is then written alone ({@link #CLOSE_ATTEMPT}).
+     */
+    static final String ATTEMPT_DELIVERED = """
+            UPDATE webhook_delivery d JOIN webhook_attempt a ON a.delivery_id = d.id AND a.attempt_no = ?
+               SET a.status_code = ?, a.latency_ms = ?, a.error = NULL,
+                   d.status = 'DELIVERED', d.delivered_at = UTC_TIMESTAMP(6), d.last_status = ?, d.last_error = NULL,
+                   d.claim_token = NULL, d.claimed_until = NULL
+             WHERE d.id = ? AND d.claim_token = ?""";
+
     static final String RETRY = """
             UPDATE webhook_delivery
                SET next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, last_status = ?, last_error = ?,
@@ -268,6 +280,15 @@ public class DeliveryQueue {
     }
 
     public boolean finish(Claim c, Integer status, long latencyMicros, String attemptError, AttemptVerdict verdict) {
+        if (verdict instanceof AttemptVerdict.Delivered d && !(c.operatorRound() && c.endpointDisabled())) {
+            // the common case needs no transaction: one statement records both rows, or neither when the claim is gone
+            if (jdbc.update(ATTEMPT_DELIVERED, c.attempt(), status, latencyMicros / 1000, d.status(), c.id(), c.token())
+                    > 0) {
+                return true;
+            }
+            jdbc.update(CLOSE_ATTEMPT, status, latencyMicros / 1000, truncate(attemptError), c.id(), c.attempt());
+            return false;
+        }
         return Boolean.TRUE.equals(tx.execute(s -> {
             jdbc.update(CLOSE_ATTEMPT, status, latencyMicros / 1000, truncate(attemptError), c.id(), c.attempt());
             int rows = switch (verdict) {
