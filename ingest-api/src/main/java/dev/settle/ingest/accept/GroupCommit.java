@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 /**
  * Group commit of accepts ({@code settle.ingest.group-commit}): the messages that arrive while a batch commits are
@@ -24,6 +25,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * oldest queued request, whose batch holds it and up to {@code max - 1} requests after it, and only then tells its
  * followers their outcomes. One batch runs at a time; a request waits at most for the batch running when it arrived
  * and then for its own.
+ *
+ * <p>A batch of one message is the one-message path's transaction ({@link MessageAcceptance}), which takes one
+ * statement fewer than a batch's.
  *
  * <p>A batch that fails as a whole (a deadlock, a lost connection, a lost commit acknowledgement) is not retried as a
  * batch: each of its requests is accepted alone ({@link MessageAcceptance}'s one-message path) on its own thread,
@@ -61,6 +65,7 @@ final class GroupCommit {
     }
 
     private final BatchAcceptance batches;
+    private final Function<BatchAcceptance.Item, BatchAcceptance.Outcome> alone;
     private final int max;
     private final DistributionSummary sizes;
     private final Counter failures;
@@ -69,8 +74,14 @@ final class GroupCommit {
     /** A leader is taking or committing a batch; when false, the queue is empty. */
     private boolean leading;
 
-    GroupCommit(BatchAcceptance batches, int max, MeterRegistry meters) {
+    /** @param alone a batch of one: the one-message path's first attempt (a failure is thrown) */
+    GroupCommit(
+            BatchAcceptance batches,
+            Function<BatchAcceptance.Item, BatchAcceptance.Outcome> alone,
+            int max,
+            MeterRegistry meters) {
         this.batches = batches;
+        this.alone = alone;
         this.max = max;
         this.sizes = DistributionSummary.builder(BATCH_SIZE)
                 .description("messages per group commit")
@@ -119,7 +130,8 @@ final class GroupCommit {
                 items.add(p.item);
             }
             sizes.record(items.size());
-            List<BatchAcceptance.Outcome> outcomes = batches.acceptAll(items);
+            List<BatchAcceptance.Outcome> outcomes =
+                    items.size() == 1 ? List.of(alone.apply(items.getFirst())) : batches.acceptAll(items);
             for (int i = 0; i < told.length; i++) {
                 BatchAcceptance.Outcome o = outcomes.get(i);
                 told[i] = o.refused() != null ? new Refused(o.refused()) : new Done(o.accepted());

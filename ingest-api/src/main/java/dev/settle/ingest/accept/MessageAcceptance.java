@@ -105,6 +105,7 @@ public class MessageAcceptance {
         this.groupCommit = settings.ingest().groupCommit()
                 ? new GroupCommit(
                         new BatchAcceptance(jdbc, tx, defaultPolicy, limits),
+                        this::once,
                         settings.ingest().groupCommitMax(),
                         meters)
                 : null;
@@ -233,6 +234,15 @@ public class MessageAcceptance {
                         false),
                 messageId);
         return rows.isEmpty() ? null : rows.getFirst();
+    }
+
+    /** A batch of one: the first attempt of the one-message path, whose statements are fewer than a batch's. */
+    private BatchAcceptance.Outcome once(BatchAcceptance.Item item) {
+        try {
+            return new BatchAcceptance.Outcome(acceptOnce(item.tenant(), item.request(), item.messageId()), null);
+        } catch (ApiProblem refused) {
+            return new BatchAcceptance.Outcome(null, refused);
+        }
     }
 
     private Accepted acceptOnce(String tenant, MessageRequest request, String messageId) {
