@@ -2,6 +2,7 @@ package dev.settle.ingest;
 
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -18,6 +19,21 @@ class GroupCommitAcceptRaceTest extends AcceptRaceTest {
     @BeforeAll
     static void start() {
         app = new IngestApp("race_gc", props(true));
+    }
+
+    /**
+     * No batch failed: a batch that fails is accepted message by message, which would hide a wrong decision of the
+     * batch (two messages given one version, one key stored twice) behind correct answers.
+     */
+    @AfterEach
+    void no_batch_failed() {
+        assertEquals(
+                0.0,
+                app.context
+                        .getBean(MeterRegistry.class)
+                        .get("settle.accept.batch.failures")
+                        .counter()
+                        .count());
     }
 
     @Test
