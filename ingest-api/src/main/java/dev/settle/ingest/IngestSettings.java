@@ -15,6 +15,7 @@ import java.util.Set;
  * @param limits         per-session and per-tenant limits ({@code SETTLE_LIMITS_*})
  * @param auth           failed-authentication limits per client address ({@code SETTLE_AUTH_*})
  * @param idempotency    how long Idempotency-Keys are honoured ({@code SETTLE_IDEMPOTENCY_*})
+ * @param ingest         how accepted messages are committed ({@code SETTLE_INGEST_*})
  */
 @ConfigurationProperties("settle")
 public record IngestSettings(
@@ -26,7 +27,8 @@ public record IngestSettings(
         String adminKey,
         @DefaultValue Limits limits,
         @DefaultValue Auth auth,
-        @DefaultValue Idempotency idempotency) {
+        @DefaultValue Idempotency idempotency,
+        @DefaultValue Ingest ingest) {
     public static final Set<String> POLICIES = dev.settle.schema.Policies.ALL;
 
     public IngestSettings {
@@ -77,6 +79,22 @@ public record IngestSettings(
                     || purgeInterval.isZero()) {
                 throw new IllegalStateException(
                         "settle.idempotency: retention must be at least 1m, purge-interval positive");
+            }
+        }
+    }
+
+    /**
+     * @param groupCommit    messages that arrive while an accept is committing are committed together, in one
+     *                       transaction ({@code SETTLE_INGEST_GROUPCOMMIT}); each request still answers after the commit
+     *                       that holds its message
+     * @param groupCommitMax most messages in one such transaction ({@code SETTLE_INGEST_GROUPCOMMITMAX})
+     */
+    public record Ingest(
+            @DefaultValue("false") boolean groupCommit,
+            @DefaultValue("64") int groupCommitMax) {
+        public Ingest {
+            if (groupCommitMax < 1 || groupCommitMax > 1000) {
+                throw new IllegalStateException("settle.ingest.group-commit-max must be between 1 and 1000");
             }
         }
     }

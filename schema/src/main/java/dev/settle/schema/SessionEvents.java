@@ -32,6 +32,8 @@ public final class SessionEvents {
     static final String INSERT = """
             INSERT INTO session_event (session_id, seq, type, turn_id, chunk_seq, data, created_at)
             VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))""";
+    /** The row of {@link #INSERT}: {@link #insertReserved(JdbcTemplate, List)} repeats it, one per event. */
+    static final String INSERT_ROW = "(?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))";
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -80,6 +82,36 @@ public final class SessionEvents {
             throw new IllegalStateException("session events must be appended inside a transaction");
         }
         insert(jdbc, sessionId, first, events);
+    }
+
+    /** An event at the seq its caller reserved in its session (see {@link #insertReserved(JdbcTemplate, long, long, Event)}). */
+    public record ReservedEvent(long sessionId, long seq, Event event) {}
+
+    /**
+     * Inserts events of any sessions, each at the seq its caller reserved as {@link #insertReserved(JdbcTemplate,
+     * long, long, Event)} requires, in one statement ({@link #INSERT} with one row per event), whatever the driver
+     * does with batches.
+     */
+    public static void insertReserved(JdbcTemplate jdbc, List<ReservedEvent> events) {
+        if (events.isEmpty()) {
+            return;
+        }
+        if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw new IllegalStateException("session events must be appended inside a transaction");
+        }
+        StringBuilder rows = new StringBuilder(INSERT_ROW.length() * events.size() + 2 * events.size());
+        Object[] args = new Object[6 * events.size()];
+        int a = 0;
+        for (ReservedEvent r : events) {
+            rows.append(rows.isEmpty() ? "" : ", ").append(INSERT_ROW);
+            args[a++] = r.sessionId();
+            args[a++] = r.seq();
+            args[a++] = r.event().type();
+            args[a++] = r.event().turnId();
+            args[a++] = r.event().chunkSeq();
+            args[a++] = JSON.writeValueAsString(r.event().data());
+        }
+        jdbc.update(INSERT.replace(INSERT_ROW, rows), args);
     }
 
     private static void insert(JdbcTemplate jdbc, long sessionId, long first, List<Event> events) {

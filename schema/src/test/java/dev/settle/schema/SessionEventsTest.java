@@ -61,6 +61,30 @@ class SessionEventsTest {
     }
 
     @Test
+    void reserved_events_of_several_sessions_are_inserted_in_one_statement_at_their_seqs() {
+        long one = session(null, "NULL");
+        long two = session(null, "NULL");
+        tx.executeWithoutResult(status -> SessionEvents.insertReserved(
+                jdbc,
+                List.of(
+                        new SessionEvents.ReservedEvent(one, 1, SessionEvents.Event.of("a", null, Map.of("n", 1))),
+                        new SessionEvents.ReservedEvent(two, 4, SessionEvents.Event.of("b", 7L, Map.of())),
+                        new SessionEvents.ReservedEvent(one, 2, SessionEvents.Event.of("c", null, Map.of())))));
+        assertThat(jdbc.queryForList(
+                        "SELECT CONCAT(session_id = ?, ':', seq, type, COALESCE(turn_id, '-'), data) FROM session_event "
+                                + "WHERE session_id IN (?, ?) ORDER BY session_id, seq",
+                        String.class,
+                        one,
+                        one,
+                        two))
+                .containsExactly("1:1a-{\"n\":1}", "1:2c-{}", "0:4b7{}");
+        assertThatIllegalStateException()
+                .isThrownBy(() -> SessionEvents.insertReserved(
+                        jdbc,
+                        List.of(new SessionEvents.ReservedEvent(one, 3, SessionEvents.Event.of("x", null, Map.of())))));
+    }
+
+    @Test
     void a_fenced_append_writes_nothing_without_the_live_lease() {
         long expired = session("tok", "UTC_TIMESTAMP(6) - INTERVAL 1 MICROSECOND");
         long someoneElses = session("other", "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR");

@@ -5,8 +5,11 @@ import dev.settle.ingest.http.ApiProblem;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.dao.RecoverableDataAccessException;
@@ -90,12 +93,26 @@ public class MessageAcceptance {
     private final TransactionTemplate tx;
     private final String defaultPolicy;
     private final IngestSettings.Limits limits;
+    /** null: every message is accepted alone ({@code settle.ingest.group-commit} off) */
+    private final GroupCommit groupCommit;
 
-    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings) {
+    @Autowired
+    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings, MeterRegistry meters) {
         this.jdbc = jdbc;
         this.tx = tx;
         this.defaultPolicy = settings.policy().defaultPolicy();
         this.limits = settings.limits();
+        this.groupCommit = settings.ingest().groupCommit()
+                ? new GroupCommit(
+                        new BatchAcceptance(jdbc, tx, defaultPolicy, limits),
+                        this::once,
+                        settings.ingest().groupCommitMax(),
+                        meters)
+                : null;
+    }
+
+    public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings) {
+        this(jdbc, tx, settings, new SimpleMeterRegistry());
     }
 
     /**
@@ -107,13 +124,28 @@ public class MessageAcceptance {
      * <p>The look-up can fail too (its connection dies as well): the outcome then stays unknown, never "nothing was
      * accepted", and the next attempt looks again before it writes anything. If every look fails, the answer says that the message may
      * have been stored ({@link OutcomeUnknown}), never that nothing was.
+     *
+     * <p>With group commit ({@link GroupCommit}) the first attempt is the message's batch; if the batch fails as a
+     * whole, the message goes on alone from an unknown outcome: looked up first, then written alone.
      */
     public Accepted accept(String tenant, MessageRequest request) {
         String messageId = "msg_" + UUID.randomUUID();
-        RuntimeException unknown = null; // the failure of an attempt whose outcome is not settled yet
+        if (groupCommit == null) {
+            return acceptAlone(tenant, request, messageId, null);
+        }
+        return switch (groupCommit.submit(new BatchAcceptance.Item(tenant, request, messageId))) {
+            case GroupCommit.Done done -> done.accepted();
+            case GroupCommit.Refused refused -> throw refused.problem();
+            case GroupCommit.Alone alone -> acceptAlone(tenant, request, messageId, alone.cause());
+            case GroupCommit.Lead lead -> throw new IllegalStateException("a leader is never told to lead");
+        };
+    }
+
+    /** @param unknown the failure of an earlier attempt at {@code messageId} whose outcome is not settled, or null */
+    private Accepted acceptAlone(String tenant, MessageRequest request, String messageId, RuntimeException unknown) {
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
             if (unknown != null) {
-                backOff(attempt - 1);
+                backOff(Math.max(1, attempt - 1));
                 try {
                     Accepted committed = committed(messageId, request.sessionId());
                     if (committed != null) {
@@ -204,6 +236,15 @@ public class MessageAcceptance {
         return rows.isEmpty() ? null : rows.getFirst();
     }
 
+    /** A batch of one: the first attempt of the one-message path, whose statements are fewer than a batch's. */
+    private BatchAcceptance.Outcome once(BatchAcceptance.Item item) {
+        try {
+            return new BatchAcceptance.Outcome(acceptOnce(item.tenant(), item.request(), item.messageId()), null);
+        } catch (ApiProblem refused) {
+            return new BatchAcceptance.Outcome(null, refused);
+        }
+    }
+
     private Accepted acceptOnce(String tenant, MessageRequest request, String messageId) {
         if (request.idempotencyKey() != null) {
             Accepted replay = replay(tenant, request);
@@ -247,18 +288,11 @@ public class MessageAcceptance {
                 request.sessionId());
         if (row.unanswered() > limits.maxUnanswered()) {
             // the version bump rolls back with the refusal
-            throw new ApiProblem(
-                    HttpStatus.TOO_MANY_REQUESTS,
-                    "too-many-unanswered",
-                    "this session has " + limits.maxUnanswered() + " unanswered messages; retry when it has answered",
-                    Math.max(1, limits.unansweredRetryAfter().toSeconds()));
+            throw tooManyUnanswered(limits);
         }
         if (row.busy()) {
             // policy reject: nothing is stored, the version bump rolls back
-            throw new ApiProblem(
-                    HttpStatus.CONFLICT,
-                    "session-busy",
-                    "this session is still answering earlier messages (policy reject); retry when it is idle");
+            throw sessionBusy();
         }
         jdbc.update(
                 INSERT_MESSAGE,
@@ -284,10 +318,7 @@ public class MessageAcceptance {
                 FIND_BY_KEY,
                 (rs, i) -> {
                     if (!rs.getString("body_sha256").equals(request.bodySha256())) {
-                        throw new ApiProblem(
-                                HttpStatus.UNPROCESSABLE_CONTENT,
-                                "idempotency-key-reused",
-                                "this Idempotency-Key was already used with a different body");
+                        throw keyReused();
                     }
                     return new Accepted(
                             0,
@@ -302,5 +333,27 @@ public class MessageAcceptance {
                 request.sessionId(),
                 request.idempotencyKey());
         return found.isEmpty() ? null : found.getFirst();
+    }
+
+    static ApiProblem tooManyUnanswered(IngestSettings.Limits limits) {
+        return new ApiProblem(
+                HttpStatus.TOO_MANY_REQUESTS,
+                "too-many-unanswered",
+                "this session has " + limits.maxUnanswered() + " unanswered messages; retry when it has answered",
+                Math.max(1, limits.unansweredRetryAfter().toSeconds()));
+    }
+
+    static ApiProblem sessionBusy() {
+        return new ApiProblem(
+                HttpStatus.CONFLICT,
+                "session-busy",
+                "this session is still answering earlier messages (policy reject); retry when it is idle");
+    }
+
+    static ApiProblem keyReused() {
+        return new ApiProblem(
+                HttpStatus.UNPROCESSABLE_CONTENT,
+                "idempotency-key-reused",
+                "this Idempotency-Key was already used with a different body");
     }
 }

@@ -48,6 +48,11 @@ class LostCommitAckTest {
         final AtomicInteger lookupsToFail = new AtomicInteger();
         final AtomicInteger lost = new AtomicInteger();
         final AtomicInteger failed = new AtomicInteger();
+        /** statements that start with {@link #failingSql} and fail as a deadlock victim would */
+        final AtomicInteger statementsToFail = new AtomicInteger();
+
+        final AtomicInteger statementsFailed = new AtomicInteger();
+        volatile String failingSql = "\u0000";
 
         DataSource around(DataSource real) {
             return (DataSource) Proxy.newProxyInstance(
@@ -76,6 +81,14 @@ class LostCommitAckTest {
                             failed.incrementAndGet();
                             throw new SQLNonTransientConnectionException(
                                     "injected: the look-up's connection died", "08S01");
+                        }
+                        if (method.getName().equals("prepareStatement")
+                                && args[0] instanceof String sql
+                                && sql.startsWith(failingSql)
+                                && statementsToFail.getAndDecrement() > 0) {
+                            statementsFailed.incrementAndGet();
+                            throw new java.sql.SQLTransactionRollbackException(
+                                    "injected: deadlock found when trying to get lock", "40001", 1213);
                         }
                         return invoke(real, method, args);
                     });

@@ -1,0 +1,310 @@
+package dev.settle.ingest.accept;
+
+import dev.settle.ingest.IngestSettings;
+import dev.settle.ingest.http.ApiProblem;
+import dev.settle.schema.DbTime;
+import dev.settle.schema.SessionEvents;
+import dev.settle.schema.SessionRules;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * "accepted means durable" for messages that arrive together ({@code settle.ingest.group-commit}, {@link GroupCommit}):
+ * one transaction of a fixed number of statements, whatever the number of messages, stores every message of the
+ * batch that is not refused, and each message gets the outcome it would have had alone, in arrival order.
+ *
+ * <ol>
+ *   <li>{@link #LOCK_SESSIONS}: create the sessions that do not exist yet (version 0) and lock every session of the
+ *       batch, in one statement, in (tenant, session id) order; the row locks serialise every writer of these sessions
+ *       until commit, as the one-message path's upsert does.</li>
+ *   <li>{@link #READ_SESSIONS}: version, event seq, unanswered messages, policy, lease and timer of each session, and
+ *       the batch's database time. A plain read, after the locks: it sees every commit before them.</li>
+ *   <li>{@link #FIND_KEYS}, only when a message carries an Idempotency-Key: the messages stored under those keys.</li>
+ *   <li>Each message in arrival order, on its session as the messages before it left it, exactly as
+ *       {@link MessageAcceptance} decides alone: a key already stored (or taken by an earlier message of the batch)
+ *       answers that message again, or 422 for another body; more than {@code max-unanswered} → 429; policy
+ *       {@code reject} and the session busy → 409. Otherwise it takes the session's next version and event seq. A
+ *       refused message fails alone; the others are stored.</li>
+ *   <li>{@link #BUMP_SESSIONS}, {@link #INSERT_MESSAGES} and {@link SessionEvents#insertReserved(JdbcTemplate, List)}:
+ *       one statement each for all accepted messages; then the commit.</li>
+ * </ol>
+ *
+ * <p>Times: every message of a batch is stamped with the batch's database time, the k-th message of a session in the
+ * batch k µs later, so a session's message times rise with its versions.
+ */
+final class BatchAcceptance {
+    /** One row per session of the batch, in (tenant, session id) order. */
+    static final String LOCK_SESSIONS = """
+            INSERT INTO chat_session (tenant_id, external_id, version, event_seq, created_at)
+            VALUES (?, ?, 0, 0, UTC_TIMESTAMP(6))
+            ON DUPLICATE KEY UPDATE version = version""";
+
+    static final String LOCK_ROW = "(?, ?, 0, 0, UTC_TIMESTAMP(6))";
+
+    /** Every tenant × every session id of the batch (pairs not in the batch are ignored). */
+    static final String READ_SESSIONS =
+            "SELECT s.id, s.tenant_id, s.external_id, s.version, s.event_seq, s.replied_version, s.failed_version, "
+                    + "s.oldest_unanswered_at, " + SessionRules.EFFECTIVE_POLICY + " AS policy, "
+                    + SessionRules.LEASE_LIVE + " AS generating, " + """
+                   EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
+                   UTC_TIMESTAMP(6) AS now
+              FROM chat_session s WHERE s.tenant_id IN (?) AND s.external_id IN (?)""";
+
+    static final String FIND_KEYS = """
+            SELECT m.session_id, m.idempotency_key, m.message_uid, m.version, m.body_sha256
+              FROM chat_message m WHERE m.session_id IN (?) AND m.idempotency_key IN (?)""";
+
+    static final String BUMP_SESSIONS = """
+            UPDATE chat_session s
+              JOIN (SELECT ? AS id, ? AS version, ? AS event_seq, ? AS oldest, ? AS latest) b ON b.id = s.id
+               SET s.version = b.version, s.event_seq = b.event_seq, s.oldest_unanswered_at = b.oldest,
+                   s.last_message_at = b.latest""";
+
+    static final String BUMP_ROW = "SELECT ? AS id, ? AS version, ? AS event_seq, ? AS oldest, ? AS latest";
+    static final String BUMP_NEXT_ROW = "SELECT ?, ?, ?, ?, ?";
+
+    static final String INSERT_MESSAGES = """
+            INSERT INTO chat_message (message_uid, session_id, role, text, version, idempotency_key, body_sha256, created_at)
+            VALUES (?, ?, 'user', ?, ?, ?, ?, ?)""";
+
+    static final String MESSAGE_ROW = "(?, ?, 'user', ?, ?, ?, ?, ?)";
+
+    /** A message to accept, with the id chosen before any transaction. */
+    record Item(String tenant, MessageRequest request, String messageId) {}
+
+    /** What a message of the batch is answered: accepted (perhaps a replay), or refused. */
+    record Outcome(MessageAcceptance.Accepted accepted, ApiProblem refused) {}
+
+    private record Key(String tenant, String sessionId) implements Comparable<Key> {
+        @Override
+        public int compareTo(Key o) {
+            int c = tenant.compareTo(o.tenant);
+            return c != 0 ? c : sessionId.compareTo(o.sessionId);
+        }
+    }
+
+    private record StoredKey(long sessionPk, String key) {}
+
+    private record Stored(MessageAcceptance.Accepted answer, String bodySha256) {}
+
+    /** A session as the messages of the batch decided so far leave it. */
+    private static final class Session {
+        long id;
+        long version;
+        long eventSeq;
+        long repliedVersion;
+        long failedVersion;
+        Instant oldest;
+        Instant latest;
+        String policy;
+        boolean generating;
+        boolean armed;
+        int accepted;
+    }
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate tx;
+    private final String defaultPolicy;
+    private final IngestSettings.Limits limits;
+
+    BatchAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, String defaultPolicy, IngestSettings.Limits limits) {
+        this.jdbc = jdbc;
+        this.tx = tx;
+        this.defaultPolicy = defaultPolicy;
+        this.limits = limits;
+    }
+
+    /**
+     * @return the outcome of each item, in the items' order, once the batch committed
+     * @throws RuntimeException any failure of the batch: nothing of it may be assumed stored or not
+     */
+    List<Outcome> acceptAll(List<Item> items) {
+        return tx.execute(status -> decideAndWrite(items));
+    }
+
+    private List<Outcome> decideAndWrite(List<Item> items) {
+        TreeMap<Key, Session> sessions = new TreeMap<>();
+        Set<String> tenants = new LinkedHashSet<>();
+        Set<String> ids = new LinkedHashSet<>();
+        boolean keyed = false;
+        for (Item item : items) {
+            sessions.put(new Key(item.tenant(), item.request().sessionId()), null);
+            tenants.add(item.tenant());
+            ids.add(item.request().sessionId());
+            keyed |= item.request().idempotencyKey() != null;
+        }
+
+        List<Object> lockArgs = new ArrayList<>(2 * sessions.size());
+        for (Key k : sessions.keySet()) {
+            lockArgs.add(k.tenant());
+            lockArgs.add(k.sessionId());
+        }
+        jdbc.update(rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, sessions.size()), lockArgs.toArray());
+
+        List<Object> readArgs = new ArrayList<>(1 + tenants.size() + ids.size());
+        readArgs.add(defaultPolicy);
+        readArgs.addAll(tenants);
+        readArgs.addAll(ids);
+        Instant[] now = new Instant[1];
+        jdbc.query(
+                in(in(READ_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
+                rs -> {
+                    Key k = new Key(rs.getString("tenant_id"), rs.getString("external_id"));
+                    if (!sessions.containsKey(k)) {
+                        return;
+                    }
+                    Session s = new Session();
+                    s.id = rs.getLong("id");
+                    s.version = rs.getLong("version");
+                    s.eventSeq = rs.getLong("event_seq");
+                    s.repliedVersion = rs.getLong("replied_version");
+                    s.failedVersion = rs.getLong("failed_version");
+                    s.oldest = DbTime.instant(rs, "oldest_unanswered_at");
+                    s.policy = rs.getString("policy");
+                    s.generating = rs.getBoolean("generating");
+                    s.armed = rs.getBoolean("armed");
+                    sessions.put(k, s);
+                    now[0] = DbTime.instant(rs, "now");
+                },
+                readArgs.toArray());
+        for (Map.Entry<Key, Session> e : sessions.entrySet()) {
+            if (e.getValue() == null) {
+                throw new IllegalStateException("session " + e.getKey() + " locked but not read");
+            }
+        }
+
+        // a key stored, or taken by an earlier message of this batch: its answer and the body it was taken with
+        Map<StoredKey, Stored> byKey = keyed ? storedKeys(items, sessions) : new HashMap<>();
+
+        List<Outcome> outcomes = new ArrayList<>(items.size());
+        List<Object> messageArgs = new ArrayList<>();
+        List<SessionEvents.ReservedEvent> events = new ArrayList<>();
+        for (Item item : items) {
+            MessageRequest request = item.request();
+            Session s = sessions.get(new Key(item.tenant(), request.sessionId()));
+            StoredKey key = request.idempotencyKey() == null ? null : new StoredKey(s.id, request.idempotencyKey());
+            Stored stored = key == null ? null : byKey.get(key);
+            if (stored != null) {
+                outcomes.add(
+                        stored.bodySha256().equals(request.bodySha256())
+                                ? new Outcome(stored.answer(), null)
+                                : new Outcome(null, MessageAcceptance.keyReused()));
+                continue;
+            }
+            long version = s.version + 1;
+            if (version - s.repliedVersion > limits.maxUnanswered()) {
+                outcomes.add(new Outcome(null, MessageAcceptance.tooManyUnanswered(limits)));
+                continue;
+            }
+            boolean pending = s.version > s.repliedVersion && s.version > s.failedVersion;
+            if ("reject".equals(s.policy) && (s.generating || s.armed || pending)) {
+                outcomes.add(new Outcome(null, MessageAcceptance.sessionBusy()));
+                continue;
+            }
+            Instant at = now[0].plusNanos(1_000L * s.accepted);
+            s.accepted++;
+            s.version = version;
+            s.eventSeq++;
+            s.latest = at;
+            if (s.oldest == null) {
+                s.oldest = at;
+            }
+            Collections.addAll(
+                    messageArgs,
+                    item.messageId(),
+                    s.id,
+                    request.text(),
+                    version,
+                    request.idempotencyKey(),
+                    request.bodySha256(),
+                    DbTime.utc(at));
+            Map<String, Object> data = new LinkedHashMap<>();
+            data.put("messageId", item.messageId());
+            data.put("version", version);
+            data.put("text", request.text());
+            events.add(new SessionEvents.ReservedEvent(
+                    s.id, s.eventSeq, SessionEvents.Event.of("message.accepted", null, data)));
+            if (key != null) {
+                byKey.put(
+                        key, new Stored(replay(request.sessionId(), item.messageId(), version), request.bodySha256()));
+            }
+            outcomes.add(new Outcome(
+                    new MessageAcceptance.Accepted(
+                            s.id, request.sessionId(), item.messageId(), version, at, s.oldest, false),
+                    null));
+        }
+        if (events.isEmpty()) {
+            return outcomes;
+        }
+
+        List<Object> bumpArgs = new ArrayList<>();
+        int bumped = 0;
+        for (Session s : sessions.values()) {
+            if (s.accepted > 0) {
+                Collections.addAll(bumpArgs, s.id, s.version, s.eventSeq, DbTime.utc(s.oldest), DbTime.utc(s.latest));
+                bumped++;
+            }
+        }
+        jdbc.update(rows(BUMP_SESSIONS, BUMP_ROW, " UNION ALL " + BUMP_NEXT_ROW, bumped), bumpArgs.toArray());
+        jdbc.update(rows(INSERT_MESSAGES, MESSAGE_ROW, ", " + MESSAGE_ROW, events.size()), messageArgs.toArray());
+        SessionEvents.insertReserved(jdbc, events);
+        return outcomes;
+    }
+
+    private Map<StoredKey, Stored> storedKeys(List<Item> items, Map<Key, Session> sessions) {
+        Set<Long> pks = new LinkedHashSet<>();
+        Set<String> keys = new LinkedHashSet<>();
+        for (Item item : items) {
+            if (item.request().idempotencyKey() != null) {
+                pks.add(sessions.get(new Key(item.tenant(), item.request().sessionId())).id);
+                keys.add(item.request().idempotencyKey());
+            }
+        }
+        Map<Long, String> sessionIds = new HashMap<>();
+        sessions.forEach((k, s) -> sessionIds.put(s.id, k.sessionId()));
+        List<Object> args = new ArrayList<>(pks);
+        args.addAll(keys);
+        Map<StoredKey, Stored> found = new HashMap<>();
+        jdbc.query(
+                in(in(FIND_KEYS, "m.session_id IN (?)", pks.size()), "m.idempotency_key IN (?)", keys.size()),
+                rs -> {
+                    long pk = rs.getLong("session_id");
+                    found.put(
+                            new StoredKey(pk, rs.getString("idempotency_key")),
+                            new Stored(
+                                    replay(sessionIds.get(pk), rs.getString("message_uid"), rs.getLong("version")),
+                                    rs.getString("body_sha256")));
+                },
+                args.toArray());
+        return found;
+    }
+
+    /** The answer to a replay, as {@link MessageAcceptance} gives it. */
+    private static MessageAcceptance.Accepted replay(String sessionId, String messageId, long version) {
+        return new MessageAcceptance.Accepted(0, sessionId, messageId, version, null, null, true);
+    }
+
+    /** {@code sql} with its one row {@code first} followed by {@code n - 1} times {@code next}. */
+    static String rows(String sql, String first, String next, int n) {
+        if (!sql.contains(first)) {
+            throw new IllegalArgumentException(first + " not in " + sql);
+        }
+        return sql.replace(first, first + next.repeat(n - 1));
+    }
+
+    /** {@code sql} with its list {@code list} (ending in {@code (?)}) of {@code n} parameters. */
+    static String in(String sql, String list, int n) {
+        return rows(sql, list, "", 1).replace(list, list.substring(0, list.length() - 2) + "?, ".repeat(n - 1) + "?)");
+    }
+}
