@@ -68,6 +68,20 @@ class MessageIngestTest {
                 messages.get(1).get("messageId").asString());
     }
 
+    /**
+     * Spring binds a null by asking the statement for the parameter's type: the pool's driver answers it (VARCHAR for
+     * every parameter) instead of throwing an SQLException for each null bound.
+     */
+    @Test
+    void the_pool_answers_parameter_types_so_binding_a_null_throws_nothing() {
+        Integer type = app.jdbc.execute((java.sql.Connection c) -> {
+            try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT ?")) {
+                return ps.getParameterMetaData().getParameterType(1);
+            }
+        });
+        assertEquals(java.sql.Types.VARCHAR, type);
+    }
+
     @Test
     void same_idempotency_key_posted_5_times_concurrently_creates_one_message_and_five_identical_answers()
             throws Exception {
