@@ -54,6 +54,10 @@ public final class SettleDefaults {
         p.put("spring.datasource.hikari.data-source-properties.prepStmtCacheSize", "250");
         p.put("spring.datasource.hikari.data-source-properties.prepStmtCacheSqlLimit", "2048");
         p.put("spring.datasource.hikari.data-source-properties.cacheServerConfiguration", "true");
+        // Spring binds a null parameter by asking the statement for its parameter types; with client-side prepared
+        // statements Connector/J has none and throws (and Spring catches) an SQLException for every null bound.
+        // Simple metadata answers VARCHAR for every parameter instead, and a client-side NULL is NULL whatever its type
+        p.put("spring.datasource.hikari.data-source-properties.generateSimpleParameterMetadata", "true");
 
         p.put("spring.kafka.bootstrap-servers", "localhost:9092");
         p.put("spring.kafka.producer.key-serializer", "org.apache.kafka.common.serialization.StringSerializer");

@@ -69,7 +69,8 @@ class SettleDefaultsTest {
         assertThat(binder.bind("spring.datasource.hikari.data-source-properties", Map.class)
                         .get())
                 .containsEntry("cachePrepStmts", "true")
-                .containsEntry("prepStmtCacheSize", "250");
+                .containsEntry("prepStmtCacheSize", "250")
+                .containsEntry("generateSimpleParameterMetadata", "true");
     }
 
     @Test

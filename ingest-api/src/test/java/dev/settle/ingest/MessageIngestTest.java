@@ -68,6 +68,53 @@ class MessageIngestTest {
                 messages.get(1).get("messageId").asString());
     }
 
+    /**
+     * Spring binds a null by asking the statement for the parameter's type: the pool's driver answers it (VARCHAR for
+     * every parameter) instead of throwing an SQLException for each null bound.
+     */
+    @Test
+    void the_pool_answers_parameter_types_so_binding_a_null_throws_nothing() {
+        Integer type = app.jdbc.execute((java.sql.Connection c) -> {
+            try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT ?")) {
+                return ps.getParameterMetaData().getParameterType(1);
+            }
+        });
+        assertEquals(java.sql.Types.VARCHAR, type);
+    }
+
+    /**
+     * The 202 of an accept is the same JSON whatever the request's Accept says: the message is committed before the
+     * answer is written, so a client that accepts no JSON is still told it was accepted (not 406 for a stored
+     * message).
+     */
+    @Test
+    void the_accept_answer_is_application_json_whatever_the_accept_header() {
+        String s = sid();
+        String[][] accepts = {
+            {}, {"Accept", "*/*"}, {"Accept", "application/json"}, {"Accept", "text/plain"}, {"Accept", "text/html"}
+        };
+        long version = 0;
+        for (String[] accept : accepts) {
+            HttpResponse<String> r =
+                    app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}", accept);
+            version++;
+            assertEquals(202, r.statusCode(), r.body());
+            assertEquals("application/json", r.headers().firstValue("Content-Type").orElse(""));
+            assertEquals("nosniff", r.headers().firstValue("X-Content-Type-Options").orElse(""));
+            JsonNode body = json(r);
+            assertEquals(List.of("sessionId", "messageId", "version"), List.copyOf(body.propertyNames()));
+            assertEquals(s, body.get("sessionId").asString());
+            assertTrue(body.get("messageId").asString().startsWith("msg_"), r.body());
+            assertEquals(version, body.get("version").asLong());
+        }
+        assertEquals(
+                accepts.length,
+                app.jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id WHERE s.external_id = ?",
+                        Integer.class,
+                        s));
+    }
+
     @Test
     void same_idempotency_key_posted_5_times_concurrently_creates_one_message_and_five_identical_answers()
             throws Exception {

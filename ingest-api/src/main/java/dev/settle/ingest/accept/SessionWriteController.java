@@ -6,9 +6,12 @@ import dev.settle.ingest.http.ApiKeyFilter;
 import dev.settle.ingest.http.Caller;
 import dev.settle.ingest.http.SessionId;
 import dev.settle.ingest.views.SessionViews;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -16,10 +19,13 @@ import org.springframework.web.bind.annotation.PutMapping;
 import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
+import tools.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 
 /**
  * What a client changes in a session ({@code /v1/sessions/{id}}): its messages, its policy, a retry, and the hint
@@ -29,6 +35,7 @@ import java.util.Map;
 @ApiAccess(Caller.Role.TENANT)
 @RequestMapping("/v1/sessions/{sessionId}")
 public class SessionWriteController {
+    private static final JsonMapper JSON = JsonMapper.builder().build();
     private final IngestSettings settings;
     private final MessageAcceptance acceptance;
     private final AcceptedEventPublisher publisher;
@@ -37,6 +44,8 @@ public class SessionWriteController {
     private final FailedTurnRetry retries;
     private final TypingSignals typing;
     private final MeterRegistry meters;
+    /** {@code settle.messages.accepted} by tenant, looked up once per tenant instead of once per message. */
+    private final ConcurrentMap<String, Counter> acceptedByTenant = new ConcurrentHashMap<>();
 
     public SessionWriteController(
             IngestSettings settings,
@@ -57,24 +66,35 @@ public class SessionWriteController {
         this.meters = meters;
     }
 
-    /** 202 only after the message committed; the event to the debounce worker follows the commit. */
+    /**
+     * 202 only after the message committed; the event to the debounce worker follows the commit. The answer is
+     * written here as {@code application/json}, whatever the request's {@code Accept}: once the message is committed
+     * its 202 is the only true answer (a 406 would tell the client that a stored message was refused).
+     */
     @PostMapping(value = "/messages")
-    public ResponseEntity<Map<String, Object>> post(
+    public void post(
             @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
             @PathVariable String sessionId,
-            HttpServletRequest request)
+            HttpServletRequest request,
+            HttpServletResponse response)
             throws IOException {
         MessageRequest message = MessageRequest.read(sessionId, request, settings);
         MessageAcceptance.Accepted accepted = acceptance.accept(tenant, message);
         if (!accepted.replay()) {
-            meters.counter("settle.messages.accepted", "tenant", tenant).increment();
+            acceptedByTenant
+                    .computeIfAbsent(tenant, t -> meters.counter("settle.messages.accepted", "tenant", t))
+                    .increment();
             publisher.publish(accepted);
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("sessionId", accepted.sessionId());
         body.put("messageId", accepted.messageId());
         body.put("version", accepted.version());
-        return ResponseEntity.status(HttpStatus.ACCEPTED).body(body);
+        byte[] json = JSON.writeValueAsBytes(body);
+        response.setStatus(HttpStatus.ACCEPTED.value());
+        response.setContentType(MediaType.APPLICATION_JSON_VALUE);
+        response.setContentLength(json.length);
+        response.getOutputStream().write(json);
     }
 
     /** Sets the session's double-texting policy (creates the session when it does not exist yet). */

@@ -10,6 +10,11 @@ import org.springframework.security.core.context.SecurityContextHolder;
 import org.springframework.web.method.HandlerMethod;
 import org.springframework.web.servlet.HandlerInterceptor;
 
+import java.lang.reflect.Method;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+
 /**
  * The second, independent authorization: decided on the handler that Spring MVC resolved for this request, so no
  * spelling of a path can reach a handler its caller may not run, whatever the URL rules in {@link ApiSecurity} match.
@@ -19,6 +24,10 @@ import org.springframework.web.servlet.HandlerInterceptor;
 final class RouteAccess implements HandlerInterceptor {
     private static final Logger log = LoggerFactory.getLogger(RouteAccess.class);
     private final SecurityProblems problems;
+    /** The rule of each handler, found once: handlers and their annotations are fixed when the context starts. */
+    private final ConcurrentMap<Handler, Optional<Caller.Role>> rules = new ConcurrentHashMap<>();
+
+    private record Handler(Class<?> beanType, Method method) {}
 
     RouteAccess(SecurityProblems problems) {
         this.problems = problems;
@@ -31,7 +40,10 @@ final class RouteAccess implements HandlerInterceptor {
                 || !method.getBeanType().getPackageName().startsWith("dev.settle")) {
             return true;
         }
-        Caller.Role required = required(method);
+        Caller.Role required = rules.computeIfAbsent(
+                        new Handler(method.getBeanType(), method.getMethod()),
+                        h -> Optional.ofNullable(required(method)))
+                .orElse(null);
         if (required == null) {
             log.error("handler {} has no @ApiAccess: refused", method.getShortLogMessage());
             SecurityProblems.unauthorized(request, response, "this route declares no access rule");
