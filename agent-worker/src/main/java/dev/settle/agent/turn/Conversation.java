@@ -27,42 +27,52 @@ import java.util.List;
  */
 @Component
 public class Conversation {
+    /** The message columns of {@link #READ}: what {@link Message} is made of. */
+    private static final String MESSAGE_COLUMNS = "m.message_uid, m.role, m.text, m.version, m.covers_from, m.covers_version";
+
+    /** {@link #READ}'s session columns, null in the rows of messages. */
+    private static final String NO_SESSION =
+            "NULL AS enqueue, NULL AS s_version, NULL AS replied_version, NULL AS oldest_unanswered_at, "
+                    + "NULL AS external_id, NULL AS webhook_url, NULL AS abandoned, NULL AS burst_end, NULL AS tools";
+
+    /** A message part of {@link #READ}: the session joined for its lease and versions (parameters: session, token). */
+    private static String messages(int part, String where, String order) {
+        return "(SELECT " + part + " AS part, " + MESSAGE_COLUMNS + ", " + NO_SESSION
+                + " FROM chat_message m JOIN chat_session s ON s.id = m.session_id"
+                + " WHERE s.id = ? AND s.lease_token = ? AND m.session_id = s.id AND " + where + order + ")";
+    }
+
     /**
-     * The span, plus what the turn needs later without another round trip: the session's client-facing id and
-     * its tenant's webhook URL (for the outbox row) and whether an earlier holder left a turn RUNNING (only then
-     * does {@link Turns#begin} close abandoned turns).
+     * Everything a turn reads, in one statement (one consistent read):
+     * <ul>
+     *   <li>part -1, the session: its versions, plus what the turn needs later without another round trip — the
+     *       client-facing id and the tenant's webhook URL (for the outbox row), whether an earlier holder left a
+     *       turn RUNNING (only then does {@link Turns#begin} close abandoned turns), the lowest burst end above the
+     *       replied version and whether the session has tool executions;</li>
+     *   <li>part 0, the unanswered user messages, every one of them (the history limit never cuts them);</li>
+     *   <li>parts 1 and 2, the history: the newest {@code historyLimit} committed messages before the span, in
+     *       conversation order (a reply right after the last message it covers) — at most that many answered user
+     *       messages by version (1), and at most that many replies by the last version they cover (2), merged.
+     *       Unanswered messages are not in it, so no number of replies committed after one of them can push it out
+     *       of the prompt.</li>
+     * </ul>
+     * Every part requires the caller's lease token: a holder that lost its lease reads nothing.
      */
-    static final String SNAPSHOT = "SELECT " + SessionRules.EFFECTIVE_POLICY + " = 'enqueue' AS enqueue, " + """
-                   s.version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
+    static final String READ = "(SELECT -1 AS part, NULL AS message_uid, NULL AS role, NULL AS text, NULL AS version, "
+            + "NULL AS covers_from, NULL AS covers_version, " + SessionRules.EFFECTIVE_POLICY + " = 'enqueue' AS enqueue, "
+            + """
+            s.version AS s_version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
                    EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned,
                    (SELECT MIN(b.end_version) FROM session_burst b
                      WHERE b.session_id = s.id AND b.end_version > s.replied_version) AS burst_end,
                    EXISTS (SELECT 1 FROM tool_execution x WHERE x.session_id = s.id) AS tools
               FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id
-             WHERE s.id = ? AND s.lease_token = ?""";
-
-    /**
-     * The messages a turn reads, in one round trip: part 0, the unanswered user messages of the span, every one of
-     * them (the history limit never cuts them); parts 1 and 2, the history: the newest {@code historyLimit}
-     * committed messages before the span, in conversation order (a reply right after the last message it covers)
-     * — at most that many answered user messages by version (1), and at most that many replies by the last version
-     * they cover (2), merged. Unanswered messages are not in the history, so no number of replies committed after
-     * one of them can push it out of the prompt.
-     */
-    static final String MESSAGES = """
-            (SELECT 0 AS part, message_uid, role, text, version, covers_from, covers_version
-               FROM chat_message
-              WHERE session_id = ? AND version > ? AND version <= ?)
+             WHERE s.id = ? AND s.lease_token = ?)
             UNION ALL
-            (SELECT 1 AS part, message_uid, role, text, version, covers_from, covers_version
-               FROM chat_message
-              WHERE session_id = ? AND version <= ?
-              ORDER BY version DESC LIMIT ?)
-            UNION ALL
-            (SELECT 2 AS part, message_uid, role, text, version, covers_from, covers_version
-               FROM chat_message
-              WHERE session_id = ? AND covers_version <= ?
-              ORDER BY covers_version DESC LIMIT ?)""";
+""" + messages(0, "m.version > s.replied_version AND m.version <= s.version", "")
+            + "\nUNION ALL\n" + messages(1, "m.version <= s.replied_version", " ORDER BY m.version DESC LIMIT ?")
+            + "\nUNION ALL\n"
+            + messages(2, "m.covers_version <= s.replied_version", " ORDER BY m.covers_version DESC LIMIT ?");
 
     /** A committed message; for a reply, {@code version} is the last version it covers and {@code coversFrom} the first. */
     public record Message(String uid, String role, String text, long version, long coversFrom) {}
@@ -130,20 +140,45 @@ public class Conversation {
                 boolean enqueue,
                 Long burstEnd,
                 boolean tools) {}
-        List<Head> heads = jdbc.query(
-                SNAPSHOT,
-                (rs, i) -> new Head(
-                        rs.getLong("version"),
-                        rs.getLong("replied_version"),
-                        DbTime.instant(rs, "oldest_unanswered_at"),
-                        new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")),
-                        rs.getBoolean("abandoned"),
-                        rs.getBoolean("enqueue"),
-                        rs.getObject("burst_end", Long.class),
-                        rs.getBoolean("tools")),
+        List<Head> heads = new ArrayList<>(1);
+        List<Message> unanswered = new ArrayList<>();
+        List<Message> earlier = new ArrayList<>();
+        jdbc.query(
+                READ,
+                rs -> {
+                    int part = rs.getInt("part");
+                    if (part < 0) {
+                        heads.add(new Head(
+                                rs.getLong("s_version"),
+                                rs.getLong("replied_version"),
+                                DbTime.instant(rs, "oldest_unanswered_at"),
+                                new Outbox.Target(rs.getString("external_id"), rs.getString("webhook_url")),
+                                rs.getBoolean("abandoned"),
+                                rs.getBoolean("enqueue"),
+                                rs.getObject("burst_end", Long.class),
+                                rs.getBoolean("tools")));
+                        return;
+                    }
+                    String role = rs.getString("role");
+                    (part == 0 ? unanswered : earlier)
+                            .add(new Message(
+                                    rs.getString("message_uid"),
+                                    role,
+                                    rs.getString("text"),
+                                    "user".equals(role) ? rs.getLong("version") : rs.getLong("covers_version"),
+                                    rs.getLong("covers_from")));
+                },
                 defaultPolicy,
                 lease.sessionId(),
-                lease.token());
+                lease.token(),
+                lease.sessionId(),
+                lease.token(),
+                lease.sessionId(),
+                lease.token(),
+                historyLimit,
+                lease.sessionId(),
+                lease.token(),
+                historyLimit);
         if (heads.isEmpty() || heads.getFirst().version() <= heads.getFirst().replied()) {
             return null;
         }
@@ -156,35 +191,15 @@ public class Conversation {
             }
             toVersion = Math.min(toVersion, end);
         }
-        long unanswered = toVersion - head.replied();
-        org.springframework.jdbc.core.RowMapper<Message> message = (rs, i) -> new Message(
-                rs.getString("message_uid"),
-                rs.getString("role"),
-                rs.getString("text"),
-                "user".equals(rs.getString("role")) ? rs.getLong("version") : rs.getLong("covers_version"),
-                rs.getLong("covers_from"));
-        List<Message> pending = new ArrayList<>();
-        List<Message> earlier = new ArrayList<>();
-        jdbc.query(
-                MESSAGES,
-                rs -> {
-                    Message m = message.mapRow(rs, 0);
-                    (rs.getInt("part") == 0 ? pending : earlier).add(m);
-                },
-                lease.sessionId(),
-                head.replied(),
-                toVersion,
-                lease.sessionId(),
-                head.replied(),
-                historyLimit,
-                lease.sessionId(),
-                head.replied(),
-                historyLimit);
-        if (pending.size() != unanswered) {
-            throw new IllegalStateException("session " + lease.sessionId() + " expected " + unanswered
+        long span = toVersion;
+        List<Message> pending = unanswered.stream()
+                .filter(m -> m.version() <= span)
+                .sorted(Comparator.comparingLong(Message::version))
+                .toList();
+        if (pending.size() != toVersion - head.replied()) {
+            throw new IllegalStateException("session " + lease.sessionId() + " expected " + (toVersion - head.replied())
                     + " unanswered messages, found " + pending.size());
         }
-        pending.sort(Comparator.comparingLong(Message::version));
         List<Message> history = earlier;
         // a reply sits right after the last user message it covers
         history.sort(Comparator.comparingLong((Message m) -> m.version() * 2 + ("user".equals(m.role()) ? 0 : 1)));
