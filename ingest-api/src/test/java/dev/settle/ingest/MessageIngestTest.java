@@ -99,8 +99,10 @@ class MessageIngestTest {
                     app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}", accept);
             version++;
             assertEquals(202, r.statusCode(), r.body());
-            assertEquals("application/json", r.headers().firstValue("Content-Type").orElse(""));
-            assertEquals("nosniff", r.headers().firstValue("X-Content-Type-Options").orElse(""));
+            assertEquals(
+                    "application/json", r.headers().firstValue("Content-Type").orElse(""));
+            assertEquals(
+                    "nosniff", r.headers().firstValue("X-Content-Type-Options").orElse(""));
             JsonNode body = json(r);
             assertEquals(List.of("sessionId", "messageId", "version"), List.copyOf(body.propertyNames()));
             assertEquals(s, body.get("sessionId").asString());

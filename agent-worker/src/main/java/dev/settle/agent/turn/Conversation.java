@@ -28,7 +28,8 @@ import java.util.List;
 @Component
 public class Conversation {
     /** The message columns of {@link #READ}: what {@link Message} is made of. */
-    private static final String MESSAGE_COLUMNS = "m.message_uid, m.role, m.text, m.version, m.covers_from, m.covers_version";
+    private static final String MESSAGE_COLUMNS =
+            "m.message_uid, m.role, m.text, m.version, m.covers_from, m.covers_version";
 
     /** {@link #READ}'s session columns, null in the rows of messages. */
     private static final String NO_SESSION =
@@ -59,7 +60,8 @@ public class Conversation {
      * Every part requires the caller's lease token: a holder that lost its lease reads nothing.
      */
     static final String READ = "(SELECT -1 AS part, NULL AS message_uid, NULL AS role, NULL AS text, NULL AS version, "
-            + "NULL AS covers_from, NULL AS covers_version, " + SessionRules.EFFECTIVE_POLICY + " = 'enqueue' AS enqueue, "
+            + "NULL AS covers_from, NULL AS covers_version, " + SessionRules.EFFECTIVE_POLICY
+            + " = 'enqueue' AS enqueue, "
             + """
             s.version AS s_version, s.replied_version, s.oldest_unanswered_at, s.external_id, t.webhook_url,
                    EXISTS (SELECT 1 FROM chat_turn r WHERE r.session_id = s.id AND r.state = 'RUNNING') AS abandoned,

@@ -1,14 +1,21 @@
 package dev.settle.agent.webhook;
 
+import dev.settle.agent.AgentSettings;
+import dev.settle.schema.DbTime;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
 import tools.jackson.databind.json.JsonMapper;
 
+import java.sql.PreparedStatement;
+import java.sql.Statement;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 
 /**
  * The webhook outbox: a delivery row written in the caller's transaction (the reply commit, or the turn's
@@ -19,6 +26,13 @@ import java.util.Map;
  * the SSRF guard checks it on every attempt like any other. A turn reads both with its snapshot and hands
  * them in as the {@link Span}'s {@link Target}, so the commit does not look them up again; {@link #SESSION}
  * serves callers without one.
+ *
+ * <p>The first attempt of a delivery that is first in its session's queue and due at once is claimed here, in the
+ * same transaction ({@link #FIRST}): the row is inserted claimed by this instance with its attempt opened, and
+ * this instance's dispatcher sends it right after the commit ({@link OutboxWritten#claim()}), without polling
+ * for it or claiming it in a transaction of its own. A delivery behind an earlier pending one of its session,
+ * to a disabled or unknown endpoint, or with a first delay is left to the dispatcher's queue; so is a claimed
+ * one whose instance dies before its outcome: the claim expires like any other.
  */
 @Component
 public class Outbox {
@@ -26,6 +40,25 @@ public class Outbox {
             INSERT INTO webhook_delivery (webhook_id, session_id, event_type, endpoint_url, payload, status,
                                           next_attempt_at, created_at)
             VALUES (?, ?, ?, ?, ?, 'PENDING', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6))""";
+
+    /** A claimed delivery (parameters as {@link #INSERT}, then the claim token and its microseconds). */
+    static final String INSERT_CLAIMED = """
+            INSERT INTO webhook_delivery (webhook_id, session_id, event_type, endpoint_url, payload, status,
+                                          next_attempt_at, created_at, attempts, claim_token, claimed_until)
+            VALUES (?, ?, ?, ?, ?, 'PENDING', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), 1, ?,
+                    UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)""";
+
+    /**
+     * May the first attempt be claimed now: no delivery of the session is pending before it, and what signing and
+     * sending it need (the endpoint's state, the tenant's secrets, the database clock for the webhook-timestamp).
+     * Parameters: session, endpoint URL, session.
+     */
+    static final String FIRST = """
+            SELECT NOT EXISTS (SELECT 1 FROM webhook_delivery w WHERE w.session_id = ? AND w.status = 'PENDING') AS first_in_session,
+                   e.disabled_at, s.tenant_id, t.webhook_url AS tenant_url, t.webhook_secrets,
+                   UNIX_TIMESTAMP() AS now_epoch
+              FROM chat_session s LEFT JOIN tenant t ON t.id = s.tenant_id LEFT JOIN webhook_endpoint e ON e.url = ?
+             WHERE s.id = ?""";
 
     /** The session's client-facing id and its tenant's webhook URL (null = the deployment's). */
     static final String SESSION = """
@@ -48,12 +81,19 @@ public class Outbox {
     private final RetrySchedule schedule;
     private final ApplicationEventPublisher events;
 
+    private final Duration claimFor;
+
     public Outbox(
-            JdbcTemplate jdbc, DefaultEndpoint endpoint, RetrySchedule schedule, ApplicationEventPublisher events) {
+            JdbcTemplate jdbc,
+            DefaultEndpoint endpoint,
+            RetrySchedule schedule,
+            ApplicationEventPublisher events,
+            AgentSettings settings) {
         this.jdbc = jdbc;
         this.endpoint = endpoint;
         this.schedule = schedule;
         this.events = events;
+        this.claimFor = settings.webhook().timeout().plus(settings.webhook().claimMargin());
     }
 
     public void replyCreated(Span span, String replyId, String text) {
@@ -87,14 +127,69 @@ public class Outbox {
         envelope.put("type", type);
         envelope.put("timestamp", Instant.now().toString());
         envelope.put("data", data);
-        jdbc.update(
-                INSERT,
-                "wh_" + id,
+        String url = target.url() != null ? target.url() : endpoint.url();
+        String webhookId = "wh_" + id;
+        String payload = JSON.writeValueAsString(envelope);
+        long delay = schedule.first().toNanos() / 1000;
+        DeliveryQueue.Claim claim =
+                delay == 0 && url != null ? claimFirst(webhookId, sessionId, type, url, payload) : null;
+        if (claim == null) {
+            jdbc.update(INSERT, webhookId, sessionId, type, url, payload, delay);
+        }
+        events.publishEvent(new OutboxWritten(sessionId, claim)); // wakes this instance's dispatcher after the commit
+    }
+
+    /** Inserts the delivery claimed with its first attempt open, if it may be sent at once; else null (nothing written). */
+    private DeliveryQueue.Claim claimFirst(String webhookId, long sessionId, String type, String url, String payload) {
+        record First(Instant disabledAt, String tenantId, String tenantUrl, String secrets, long now) {}
+        First first = jdbc.query(
+                FIRST,
+                rs -> rs.next() && rs.getBoolean("first_in_session")
+                        ? new First(
+                                DbTime.instant(rs, "disabled_at"),
+                                rs.getString("tenant_id"),
+                                rs.getString("tenant_url"),
+                                rs.getString("webhook_secrets"),
+                                rs.getLong("now_epoch"))
+                        : null,
                 sessionId,
-                type,
-                target.url() != null ? target.url() : endpoint.url(),
-                JSON.writeValueAsString(envelope),
-                schedule.first().toNanos() / 1000);
-        events.publishEvent(new OutboxWritten(sessionId)); // wakes this instance's dispatcher after the commit
+                url,
+                sessionId);
+        if (first == null || first.disabledAt() != null) {
+            return null;
+        }
+        String token = UUID.randomUUID().toString();
+        GeneratedKeyHolder keys = new GeneratedKeyHolder();
+        jdbc.update(
+                c -> {
+                    PreparedStatement ps = c.prepareStatement(INSERT_CLAIMED, Statement.RETURN_GENERATED_KEYS);
+                    ps.setString(1, webhookId);
+                    ps.setLong(2, sessionId);
+                    ps.setString(3, type);
+                    ps.setString(4, url);
+                    ps.setString(5, payload);
+                    ps.setLong(6, 0);
+                    ps.setString(7, token);
+                    ps.setLong(8, claimFor.toNanos() / 1000);
+                    return ps;
+                },
+                keys);
+        long deliveryId = keys.getKey().longValue();
+        jdbc.update(DeliveryQueue.OPEN_ATTEMPT, deliveryId, 1);
+        return new DeliveryQueue.Claim(
+                deliveryId,
+                token,
+                webhookId,
+                sessionId,
+                payload,
+                1,
+                1,
+                url,
+                false,
+                null,
+                null,
+                first.now(),
+                DeliveryQueue.owner(first.tenantId(), first.tenantUrl(), url, endpoint.url()),
+                first.secrets());
     }
 }

@@ -141,9 +141,31 @@ public class WebhookDispatcher extends PeriodicTask {
         return Duration.ZERO;
     }
 
+    /**
+     * After the commit that wrote a delivery: send its first attempt if the outbox claimed it for this instance
+     * (stopping: its claim expires and it is retried), else poll at once.
+     */
     @TransactionalEventListener(phase = TransactionPhase.AFTER_COMMIT, fallbackExecution = true)
     public void onOutboxWritten(OutboxWritten written) {
-        wake.release();
+        DeliveryQueue.Claim claim = written.claim();
+        ExecutorService executor = attempts;
+        if (claim == null || stopping || executor == null) {
+            wake.release();
+            return;
+        }
+        inFlight.add(claim.id());
+        claimed.increment();
+        try {
+            executor.execute(() -> {
+                try {
+                    attempt(claim);
+                } finally {
+                    inFlight.remove(claim.id());
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            inFlight.remove(claim.id()); // its claim expires and another round sends it
+        }
     }
 
     private void claimAndAttempt(long id) {
