@@ -95,7 +95,7 @@ class ReplyCostTest {
         assertEquals(1, transactions(byApp.get("ingest-api")), report.toString());
         assertEquals(9, byApp.get("debounce-worker").size(), report.toString());
         assertEquals(3, transactions(byApp.get("debounce-worker")), report.toString());
-        assertEquals(16, byApp.get("agent-worker").size(), report.toString());
+        assertEquals(15, byApp.get("agent-worker").size(), report.toString());
         assertEquals(4, transactions(byApp.get("agent-worker")), report.toString());
     }
 
