@@ -35,7 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class EventStreamSharedPollTest {
     static final int STREAMS = 1000;
     static final int DELTAS = 100;
-    static final Duration WINDOW = Duration.ofSeconds(3);
+    static final Duration WINDOW = Duration.ofSeconds(2);
     static final Duration WITHIN = Duration.ofSeconds(10);
     /** The default poll interval: at most one poll statement per interval. */
     static final long POLLS_PER_SECOND = 20;
@@ -150,6 +150,7 @@ class EventStreamSharedPollTest {
                 "no streams: %d statements in %s %s, CPU %.3f cores (JVM) %.3f (MariaDB)%n",
                 none.total(), WINDOW, none.statements(), none.jvmCores(), none.dbCores());
 
+        long t0 = System.nanoTime();
         HttpClient shared = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(10))
@@ -179,6 +180,7 @@ class EventStreamSharedPollTest {
                 assertEquals(200, s.status);
             }
             await().atMost(WITHIN).until(() -> open() == STREAMS);
+            System.out.printf("%d streams opened in %d ms%n", STREAMS, (System.nanoTime() - t0) / 1_000_000);
 
             Window warmUp = measure(); // after a thousand openings: compilation and collection settle
             System.out.printf(
@@ -267,12 +269,6 @@ class EventStreamSharedPollTest {
             }
             shared.shutdownNow();
         }
-        await().atMost(Duration.ofSeconds(30)).until(() -> open() == 0);
-        Window closed = measure();
-        System.out.printf("all streams closed: %d statements in %s %s%n", closed.total(), WINDOW, closed.statements());
-        assertTrue(
-                closed.total() <= none.total() + 1,
-                "closed streams cost no statements: " + closed.statements() + ", none open before: "
-                        + none.statements());
+        // that no stream costs no statement: EventStreamBeforeSessionTest, whose clients are noticed gone sooner
     }
 }
