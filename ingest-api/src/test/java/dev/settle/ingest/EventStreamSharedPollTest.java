@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -117,6 +118,30 @@ class EventStreamSharedPollTest {
         return new long[] {jvm, db, poller};
     }
 
+    /** CPU time of every live platform thread (carriers run the virtual ones), by name and id. */
+    static Map<String, Long> threadCpu() {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        Map<String, Long> out = new java.util.HashMap<>();
+        for (long id : threads.getAllThreadIds()) {
+            java.lang.management.ThreadInfo info = threads.getThreadInfo(id);
+            long cpu = threads.getThreadCpuTime(id);
+            if (info != null && cpu >= 0) {
+                out.put(info.getThreadName() + "#" + id, cpu);
+            }
+        }
+        return out;
+    }
+
+    /** The 8 threads that used the most CPU between two {@link #threadCpu} snapshots, in ms. */
+    static List<String> busiest(Map<String, Long> before, Map<String, Long> after) {
+        return after.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0L)))
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .limit(8)
+                .map(e -> e.getKey() + "=" + e.getValue() / 1_000_000)
+                .toList();
+    }
+
     record Window(Map<String, Long> statements, double jvmCores, double dbCores, double pollerCores) {
         long total() {
             return StatementCounter.total(statements);
@@ -186,7 +211,9 @@ class EventStreamSharedPollTest {
             System.out.printf(
                     "%d idle streams, first window: %d statements, CPU %.3f cores (JVM)%n",
                     STREAMS, warmUp.total(), warmUp.jvmCores());
+            Map<String, Long> threadsBefore = threadCpu();
             Window idle = measure();
+            Map<String, Long> threadsAfter = threadCpu();
             System.out.printf(
                     "%d idle streams: %d statements in %s = %.1f/s %s, CPU %.3f cores (JVM) %.3f (MariaDB) %.4f (poller"
                             + " thread)%n",
@@ -198,6 +225,7 @@ class EventStreamSharedPollTest {
                     idle.jvmCores(),
                     idle.dbCores(),
                     idle.pollerCores());
+            System.out.println("busiest threads in that window (ms of CPU): " + busiest(threadsBefore, threadsAfter));
             for (SseClient s : streams) {
                 assertEquals(0, s.pending());
             }
@@ -207,6 +235,11 @@ class EventStreamSharedPollTest {
             long[] lastSeq = new long[STREAMS];
             for (int d = 0; d < DELTAS; d++) {
                 int i = (d * 37) % STREAMS;
+                // commits come at any moment of the poll interval, not just after the previous delta was received
+                // (that would lock their phase to the poll's)
+                await().pollDelay(Duration.ofMillis(ThreadLocalRandom.current().nextInt(60)))
+                        .atMost(WITHIN)
+                        .until(() -> true);
                 long seq = append(i, "delta " + d);
                 long committed = System.nanoTime();
                 List<SseClient.Event> got = streams.get(i).take(1, WITHIN);
