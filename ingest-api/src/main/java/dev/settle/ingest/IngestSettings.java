@@ -115,7 +115,8 @@ public record IngestSettings(
     }
 
     /**
-     * @param pollInterval   how often an open event stream looks for new events
+     * @param pollInterval   how often this instance's one event poller looks for new events of the sessions its open
+     *                       streams watch (none while no stream is open)
      * @param maxDuration    an event stream is closed after this; the client reconnects with Last-Event-ID
      * @param keepAlive      an idle stream sends a comment this often, so that a dead connection is noticed
      * @param maxPerTenant   open event streams per tenant in this ingest instance; one more is refused (429)
@@ -128,9 +129,9 @@ public record IngestSettings(
             @DefaultValue("100") int maxPerTenant,
             @DefaultValue("2000") int maxPerInstance) {
         public Events {
-            if (maxPerTenant < 1 || maxPerInstance < 1) {
+            if (maxPerTenant < 1 || maxPerInstance < 1 || pollInterval.isNegative() || pollInterval.isZero()) {
                 throw new IllegalStateException(
-                        "settle.events: max-per-tenant and max-per-instance must be at least 1");
+                        "settle.events: max-per-tenant and max-per-instance must be at least 1, poll-interval positive");
             }
         }
     }

@@ -1,11 +1,13 @@
 package dev.settle.ingest;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
+import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,12 +22,14 @@ import java.util.concurrent.TimeUnit;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The event stream of a session id the tenant has not used yet opens at once (200, keep-alives) and, once the first
  * message creates the session, streams it from its first event exactly as for an existing session: each event once,
  * in order, even when the first message is posted at the moment the stream opens. Session ids are per tenant: a
- * stream never shows another tenant's session of the same id.
+ * stream never shows another tenant's session of the same id. Streams waiting for their sessions share one lookup per
+ * poll interval, and no open stream costs no statement.
  */
 class EventStreamBeforeSessionTest {
     static final JsonMapper JSON = JsonMapper.builder().build();
@@ -35,7 +39,13 @@ class EventStreamBeforeSessionTest {
 
     @BeforeAll
     static void start() {
-        app = new IngestApp("streambefore", Map.of("settle.events.keep-alive", "100ms"));
+        app = new IngestApp(
+                "streambefore",
+                Map.of(
+                        "settle.events.keep-alive",
+                        "100ms",
+                        StatementCounter.PROPERTY,
+                        StatementCounter.class.getName()));
         HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"other\"}");
         assertEquals(201, created.statusCode(), created.body());
         otherKey = JSON.readTree(created.body()).get("apiKey").get("key").asString();
@@ -187,5 +197,60 @@ class EventStreamBeforeSessionTest {
             assertEquals(2, lines.size(), lines.toString());
             assertEquals(accepted(1, List.of(theirs), List.of("theirs")), lines.subList(0, 1));
         }
+    }
+
+    @Test
+    void streams_waiting_for_their_sessions_share_one_lookup_per_poll_interval_and_no_stream_costs_nothing()
+            throws Exception {
+        int n = 50;
+        HttpClient shared =
+                HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        List<String> sessions = new ArrayList<>();
+        List<SseClient> streams = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                sessions.add(newSession());
+                streams.add(SseClient.open(shared, app, IngestApp.KEY, sessions.get(i), null));
+                assertEquals(200, streams.get(i).status);
+            }
+            await().atMost(WITHIN).until(() -> streams.getLast().keepAlives() >= 1);
+            Map<String, Long> before = StatementCounter.snapshot();
+            long start = System.nanoTime();
+            await().pollDelay(Duration.ofSeconds(2)).atMost(WITHIN).until(() -> true);
+            Map<String, Long> counted = StatementCounter.delta(before, StatementCounter.snapshot());
+            long tookMillis = (System.nanoTime() - start) / 1_000_000;
+            // one lookup of all the waited-for ids per 50 ms poll interval, none per stream
+            long allowed = tookMillis / 50 + 1;
+            long total = StatementCounter.total(counted);
+            assertTrue(
+                    total <= allowed,
+                    total + " statements in " + tookMillis + " ms, at most " + allowed + ": " + counted);
+            assertTrue(total >= 1, "the waiting streams are looked after: " + counted);
+
+            String s = sessions.get(n / 2);
+            String id = post(IngestApp.KEY, s, "at last");
+            assertEquals(
+                    accepted(1, List.of(id), List.of("at last")),
+                    describe(streams.get(n / 2).take(1, WITHIN)));
+            for (SseClient stream : streams) {
+                assertEquals(0, stream.pending());
+            }
+        } finally {
+            for (SseClient stream : streams) {
+                stream.close();
+            }
+            shared.shutdownNow();
+        }
+        // once the server noticed every client gone (at its next keep-alive), no statement at all
+        await().atMost(WITHIN)
+                .until(() -> app.context
+                                .getBean(MeterRegistry.class)
+                                .get("settle.events.open")
+                                .gauge()
+                                .value()
+                        == 0);
+        Map<String, Long> before = StatementCounter.snapshot();
+        await().pollDelay(Duration.ofSeconds(1)).atMost(WITHIN).until(() -> true);
+        assertEquals(Map.of(), StatementCounter.delta(before, StatementCounter.snapshot()));
     }
 }

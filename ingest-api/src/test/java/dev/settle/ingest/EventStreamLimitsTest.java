@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Open event streams are bounded per tenant (3 here) and per instance (5 here): one more is a 429 problem with
  * Retry-After before anything is streamed, and every stream gives its slot back however it ends (the client
- * hangs up, the maximum duration, a database error), so the same number opens again afterwards.
+ * hangs up, the maximum duration, a database error of its own read or of the instance's shared poll), so the same
+ * number opens again afterwards.
  */
 class EventStreamLimitsTest {
     static final JsonMapper JSON = JsonMapper.builder().build();
@@ -199,11 +200,27 @@ class EventStreamLimitsTest {
                 streams.add(open(app, IngestApp.KEY));
             }
             assertEquals(3, openOn(app));
+            // the streams' own read fails: news of the session (a seq without its row) and no event table
             app.jdbc.execute("RENAME TABLE session_event TO session_event_away");
             try {
+                app.jdbc.update(
+                        "UPDATE chat_session SET event_seq = event_seq + 1 WHERE tenant_id = 'default' AND external_id = ?",
+                        SESSION);
                 awaitAllReleased(app);
             } finally {
                 app.jdbc.execute("RENAME TABLE session_event_away TO session_event");
+            }
+            closeAll(streams);
+            // the shared poll fails: every stream it serves ends
+            for (int i = 0; i < 3; i++) {
+                streams.add(open(app, IngestApp.KEY));
+            }
+            assertEquals(3, openOn(app));
+            app.jdbc.execute("RENAME TABLE chat_session TO chat_session_away");
+            try {
+                awaitAllReleased(app);
+            } finally {
+                app.jdbc.execute("RENAME TABLE chat_session_away TO chat_session");
             }
             closeAll(streams);
             for (int i = 0; i < 3; i++) {

@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * so a test takes exactly the events it expects within a timeout and never blocks on a read.
  */
 final class SseClient implements AutoCloseable {
-    record Event(String id, String type, String data) {}
+    /** @param receivedNanos {@link System#nanoTime()} when the event's last line was read */
+    record Event(String id, String type, String data, long receivedNanos) {}
 
     final int status;
     final String contentType;
@@ -30,10 +31,12 @@ final class SseClient implements AutoCloseable {
     private final InputStream body;
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final AtomicInteger keepAlives = new AtomicInteger();
+    private final boolean ownClient;
     private final Thread reader;
 
-    private SseClient(HttpClient client, HttpResponse<InputStream> response) {
+    private SseClient(HttpClient client, boolean ownClient, HttpResponse<InputStream> response) {
         this.client = client;
+        this.ownClient = ownClient;
         this.status = response.statusCode();
         this.contentType = response.headers().firstValue("Content-Type").orElse("");
         this.body = response.body();
@@ -42,7 +45,21 @@ final class SseClient implements AutoCloseable {
 
     /** Opens {@code GET /v1/sessions/{sessionId}/events} with the key and, unless null, a Last-Event-ID. */
     static SseClient open(IngestApp app, String key, String sessionId, String lastEventId) throws Exception {
-        HttpClient client = HttpClient.newHttpClient();
+        return open(HttpClient.newHttpClient(), true, app, key, sessionId, lastEventId);
+    }
+
+    /**
+     * The same on a client shared by many streams (HTTP/1.1: one connection each), which {@link #close} leaves
+     * open.
+     */
+    static SseClient open(HttpClient shared, IngestApp app, String key, String sessionId, String lastEventId)
+            throws Exception {
+        return open(shared, false, app, key, sessionId, lastEventId);
+    }
+
+    private static SseClient open(
+            HttpClient client, boolean ownClient, IngestApp app, String key, String sessionId, String lastEventId)
+            throws Exception {
         HttpRequest.Builder request = HttpRequest.newBuilder(
                         URI.create(app.base + "/v1/sessions/" + sessionId + "/events"))
                 .header("Authorization", "Bearer " + key)
@@ -51,7 +68,8 @@ final class SseClient implements AutoCloseable {
         if (lastEventId != null) {
             request.header("Last-Event-ID", lastEventId);
         }
-        return new SseClient(client, client.send(request.build(), HttpResponse.BodyHandlers.ofInputStream()));
+        return new SseClient(
+                client, ownClient, client.send(request.build(), HttpResponse.BodyHandlers.ofInputStream()));
     }
 
     private void read() {
@@ -62,7 +80,7 @@ final class SseClient implements AutoCloseable {
             for (String line; (line = lines.readLine()) != null; ) {
                 if (line.isEmpty()) {
                     if (id != null) {
-                        events.add(new Event(id, type, data));
+                        events.add(new Event(id, type, data, System.nanoTime()));
                     }
                     id = type = data = null;
                 } else if (line.startsWith(": keep-alive")) {
@@ -106,7 +124,9 @@ final class SseClient implements AutoCloseable {
     @Override
     public void close() throws Exception {
         body.close();
-        client.shutdownNow();
+        if (ownClient) {
+            client.shutdownNow();
+        }
         reader.join(5_000);
     }
 }

@@ -16,34 +16,43 @@ import java.util.List;
  * as the SSE id; a client that reconnects with {@code Last-Event-ID} gets every later event exactly once.
  *
  * <p>A session id not used yet in the caller's tenant is streamed too: the stream opens at once and waits for
- * the session, looking up its id once per poll interval ({@link #SESSION_PK}, the tenant's unique key) and reading
- * no events until the session exists; from then on it streams like any other. Session ids are per tenant: another
- * tenant's session with the same id is never found. A {@code Last-Event-ID} given before the session exists
- * means the same as afterwards: the stream starts after that seq.
+ * the session, reading no events until it exists; from then on it streams like any other. Session ids are per
+ * tenant ({@link #SESSION_PK}, the tenant's unique key): another tenant's session with the same id is never found.
+ * A {@code Last-Event-ID} given before the session exists means the same as afterwards: the stream starts after
+ * that seq.
  *
  * <ol>
- *   <li>Read events with seq greater than the last one sent ({@link #AFTER}), in seq order. Seqs commit in
- *       order (see {@code SessionEvents}), so nothing can appear later below the last seq read.</li>
- *   <li>Write them, flush, remember the last seq; when there is nothing, sleep one poll interval and send a
- *       comment now and then so dead connections are noticed.</li>
- *   <li>Stop when the client goes away or after the maximum duration (the client reconnects).</li>
+ *   <li>On opening, look the session up ({@link #SESSION_PK}), watch it with the instance's {@link EventPoller},
+ *       and read what is there already.</li>
+ *   <li>Read events with seq greater than the last one sent ({@link #AFTER}), in seq order, whenever the poller saw a
+ *       higher committed seq than the stream has read up to. Seqs commit in order (see {@code SessionEvents}), so
+ *       nothing can appear later below the last seq read.</li>
+ *   <li>Write them, flush, remember the last seq; when there is nothing, block this thread until the poller reports
+ *       news, sending a comment now and then so dead connections are noticed. An idle stream sends no statement of
+ *       its own.</li>
+ *   <li>Stop when the client goes away, after the maximum duration (the client reconnects), or when the application
+ *       stops.</li>
  * </ol>
  */
 @Component
 class EventStream {
     static final String SESSION_PK = "SELECT id FROM chat_session WHERE tenant_id = ? AND external_id = ?";
 
+    static final int LIMIT = 500;
+
     static final String AFTER = """
             SELECT seq, type, data FROM session_event
-             WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500""";
+             WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT\s""" + LIMIT;
 
     record Row(long seq, String type, String data) {}
 
     private final JdbcTemplate jdbc;
+    private final EventPoller poller;
     private final IngestSettings.Events settings;
 
-    public EventStream(JdbcTemplate jdbc, IngestSettings settings) {
+    public EventStream(JdbcTemplate jdbc, EventPoller poller, IngestSettings settings) {
         this.jdbc = jdbc;
+        this.poller = poller;
         this.settings = settings.events();
     }
 
@@ -60,48 +69,55 @@ class EventStream {
         long deadline = System.nanoTime() + settings.maxDuration().toNanos();
         long lastWrite = System.nanoTime();
         long last = lastSeq;
-        Long sessionPk = null;
-        while (System.nanoTime() < deadline) {
-            if (sessionPk == null) {
-                sessionPk = sessionPk(tenant, sessionId);
-            }
-            List<Row> rows = sessionPk == null
-                    ? List.of()
-                    : jdbc.query(
+        // events up to this seq are read; -1: none read yet
+        long read = -1;
+        EventPoller.Watch watch = poller.watch(tenant, sessionId, sessionPk(tenant, sessionId));
+        try {
+            while (System.nanoTime() < deadline && watch.live()) {
+                Long sessionPk = watch.pk();
+                long committed = watch.committed();
+                if (sessionPk != null && (read < 0 || committed > read)) {
+                    List<Row> rows = jdbc.query(
                             AFTER,
                             (rs, i) -> new Row(rs.getLong("seq"), rs.getString("type"), rs.getString("data")),
                             sessionPk,
                             last);
-            if (!rows.isEmpty()) {
-                StringBuilder chunk = new StringBuilder();
-                for (Row row : rows) {
-                    chunk.append("id: ")
-                            .append(row.seq())
-                            .append('\n')
-                            .append("event: ")
-                            .append(row.type())
-                            .append('\n')
-                            .append("data: ")
-                            .append(row.data())
-                            .append("\n\n");
-                    last = row.seq();
+                    if (!rows.isEmpty()) {
+                        StringBuilder chunk = new StringBuilder();
+                        for (Row row : rows) {
+                            chunk.append("id: ")
+                                    .append(row.seq())
+                                    .append('\n')
+                                    .append("event: ")
+                                    .append(row.type())
+                                    .append('\n')
+                                    .append("data: ")
+                                    .append(row.data())
+                                    .append("\n\n");
+                            last = row.seq();
+                        }
+                        out.write(chunk.toString().getBytes(StandardCharsets.UTF_8));
+                        out.flush();
+                        lastWrite = System.nanoTime();
+                    }
+                    if (rows.size() < LIMIT) {
+                        // every event committed when the poller looked is read (a seq without a row is skipped)
+                        read = Math.max(committed, last);
+                    }
+                    continue;
                 }
-                out.write(chunk.toString().getBytes(StandardCharsets.UTF_8));
-                out.flush();
-                lastWrite = System.nanoTime();
-                continue;
+                if (System.nanoTime() - lastWrite >= settings.keepAlive().toNanos()) {
+                    out.write(": keep-alive\n\n".getBytes(StandardCharsets.UTF_8));
+                    out.flush();
+                    lastWrite = System.nanoTime();
+                }
+                watch.await(Math.min(deadline, lastWrite + settings.keepAlive().toNanos()));
+                if (Thread.currentThread().isInterrupted()) {
+                    return;
+                }
             }
-            if (System.nanoTime() - lastWrite > settings.keepAlive().toNanos()) {
-                out.write(": keep-alive\n\n".getBytes(StandardCharsets.UTF_8));
-                out.flush();
-                lastWrite = System.nanoTime();
-            }
-            try {
-                Thread.sleep(settings.pollInterval());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
+        } finally {
+            poller.unwatch(watch);
         }
     }
 

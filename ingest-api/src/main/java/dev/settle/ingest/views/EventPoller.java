@@ -1,0 +1,306 @@
+package dev.settle.ingest.views;
+
+import dev.settle.ingest.IngestSettings;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Component;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.StringJoiner;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The one poller of this ingest instance's open event streams: each stream registers a {@link Watch} of its session
+ * and blocks its own (virtual) thread until the poller reports news; the poller alone looks at the database while the
+ * streams are idle. The cost of idle streams is therefore one statement per poll interval per {@value #CHUNK}
+ * watched sessions, however many streams watch them, and nothing at all while no stream is open.
+ *
+ * <p>Each round, every {@code settle.events.poll-interval} after the previous one ended:
+ *
+ * <ol>
+ *   <li>{@link #SEQS}: the {@code event_seq} of every watched session, by primary key. {@code SessionEvents} bumps
+ *       it in the transaction that inserts the events, so a committed value N means events up to seq N are
+ *       committed and readable; a watch whose value grew is woken, and its stream reads its new rows itself
+ *       ({@link EventStream#AFTER}).</li>
+ *   <li>{@link #FIND}: the sessions that streams wait for because their id was not used yet, by the tenant's unique
+ *       key {@code (tenant_id, external_id)}; a watch whose session appeared gets its primary key and is woken.
+ *       Another tenant's session of the same id never matches.</li>
+ * </ol>
+ *
+ * <p>A failed round ends every stream watching at that moment with the error (its client reconnects with
+ * {@code Last-Event-ID}). Stopping the application ends every open stream normally, before the web server's
+ * graceful shutdown waits for open requests.
+ */
+@Component
+class EventPoller implements SmartLifecycle {
+    /** {@code (?)} stands for the primary keys of the chunk's sessions, written into the text. */
+    static final String SEQS = "SELECT id, event_seq FROM chat_session WHERE id IN (?)";
+
+    /** The condition is repeated, joined by OR, once per (tenant, id) in the chunk: a range on the unique key. */
+    static final String FIND = """
+            SELECT id, tenant_id, external_id, event_seq FROM chat_session
+             WHERE (tenant_id = ? AND external_id = ?)""";
+
+    /** Sessions asked about per statement. */
+    static final int CHUNK = 1000;
+
+    private static final Logger log = LoggerFactory.getLogger(EventPoller.class);
+
+    private final JdbcTemplate jdbc;
+    private final Duration interval;
+    private final Set<Watch> watches = ConcurrentHashMap.newKeySet();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition watched = lock.newCondition();
+    /** Counts the changes of the set of watches (and of their sessions' keys): a new count means a new plan. */
+    private final AtomicLong changes = new AtomicLong();
+
+    private volatile boolean running;
+    private Thread thread;
+    private Plan plan;
+    private long plannedAt;
+
+    public EventPoller(JdbcTemplate jdbc, IngestSettings settings) {
+        this.jdbc = jdbc;
+        this.interval = settings.events().pollInterval();
+    }
+
+    /**
+     * What the poller knows of one stream's session, and the stream's thread to wake when that changes. Only the
+     * poller writes it; only the stream's thread waits on it.
+     */
+    static final class Watch {
+        final String tenant;
+        final String sessionId;
+        private final Thread thread;
+        private volatile Long pk;
+        private volatile long committed = -1;
+        private volatile RuntimeException failure;
+        private volatile boolean ended;
+
+        private Watch(String tenant, String sessionId, Long pk, Thread thread) {
+            this.tenant = tenant;
+            this.sessionId = sessionId;
+            this.pk = pk;
+            this.thread = thread;
+        }
+
+        /** @return the session's primary key, null while the tenant has no session of that id */
+        Long pk() {
+            return pk;
+        }
+
+        /** @return the highest event seq the poller saw committed, -1 before its first look */
+        long committed() {
+            return committed;
+        }
+
+        /**
+         * @return false once the application stops (the stream ends normally)
+         * @throws RuntimeException the error of the poller's round, which ends the stream
+         */
+        boolean live() {
+            RuntimeException e = failure;
+            if (e != null) {
+                throw new IllegalStateException("the event poll failed: " + e.getMessage(), e);
+            }
+            return !ended;
+        }
+
+        /** Blocks the stream's thread until the poller reports news, the deadline passes or it is interrupted. */
+        void await(long deadlineNanos) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left > 0) {
+                LockSupport.parkNanos(this, left);
+            }
+        }
+
+        private void saw(long seq) {
+            if (seq > committed) {
+                committed = seq;
+                LockSupport.unpark(thread);
+            }
+        }
+
+        private void found(long id, long seq) {
+            committed = seq;
+            pk = id;
+            LockSupport.unpark(thread);
+        }
+
+        private void fail(RuntimeException e) {
+            failure = e;
+            LockSupport.unpark(thread);
+        }
+
+        private void end() {
+            ended = true;
+            LockSupport.unpark(thread);
+        }
+    }
+
+    /** Watches the session for the calling thread, which {@link Watch#await}s; {@link #unwatch} when the stream ends. */
+    Watch watch(String tenant, String sessionId, Long pk) {
+        Watch w = new Watch(tenant, sessionId, pk, Thread.currentThread());
+        watches.add(w);
+        changes.incrementAndGet();
+        if (!running) {
+            w.end();
+        }
+        lock.lock();
+        try {
+            watched.signal();
+        } finally {
+            lock.unlock();
+        }
+        return w;
+    }
+
+    void unwatch(Watch w) {
+        watches.remove(w);
+        changes.incrementAndGet();
+    }
+
+    private void run() {
+        while (running) {
+            lock.lock();
+            try {
+                while (running && watches.isEmpty()) {
+                    watched.await();
+                }
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                lock.unlock();
+            }
+            try {
+                round();
+            } catch (RuntimeException e) {
+                List<Watch> failed = List.copyOf(watches);
+                log.warn(
+                        "event poll failed; {} open event streams end (clients reconnect): {}",
+                        failed.size(),
+                        e.toString());
+                failed.forEach(w -> w.fail(e));
+            }
+            try {
+                Thread.sleep(interval);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    private record Key(String tenant, String sessionId) {}
+
+    /** The statements of a round and the watches their rows concern, kept while the set of watches is unchanged. */
+    private record Plan(List<String> seqs, Map<Long, Watch[]> byPk, List<List<Key>> finds, Map<Key, Watch[]> byKey) {}
+
+    /** One look at every watched session. */
+    private void round() {
+        long now = changes.get();
+        if (plan == null || now != plannedAt) {
+            plan = plan();
+            plannedAt = now;
+        }
+        Map<Long, Watch[]> byPk = plan.byPk();
+        for (String sql : plan.seqs()) {
+            jdbc.query(sql, rs -> {
+                long seq = rs.getLong(2);
+                for (Watch w : byPk.get(rs.getLong(1))) {
+                    w.saw(seq);
+                }
+            });
+        }
+        String term = FIND.substring(FIND.indexOf("(tenant_id"));
+        for (List<Key> chunk : plan.finds()) {
+            jdbc.query(
+                    FIND + (" OR " + term).repeat(chunk.size() - 1),
+                    ps -> {
+                        for (int i = 0; i < chunk.size(); i++) {
+                            ps.setString(2 * i + 1, chunk.get(i).tenant());
+                            ps.setString(2 * i + 2, chunk.get(i).sessionId());
+                        }
+                    },
+                    rs -> {
+                        Watch[] found = plan.byKey().get(new Key(rs.getString(2), rs.getString(3)));
+                        if (found != null) {
+                            for (Watch w : found) {
+                                w.found(rs.getLong(1), rs.getLong(4));
+                            }
+                            changes.incrementAndGet();
+                        }
+                    });
+        }
+    }
+
+    /**
+     * Groups the watches by session. The primary keys are numbers, written into the text of {@link #SEQS}: an
+     * unchanged set of watches re-sends the same texts, with nothing to bind.
+     */
+    private Plan plan() {
+        Map<Long, List<Watch>> byPk = new HashMap<>();
+        Map<Key, List<Watch>> byKey = new HashMap<>();
+        for (Watch w : watches) {
+            Long pk = w.pk;
+            if (pk != null) {
+                byPk.computeIfAbsent(pk, k -> new ArrayList<>(1)).add(w);
+            } else {
+                byKey.computeIfAbsent(new Key(w.tenant, w.sessionId), k -> new ArrayList<>(1))
+                        .add(w);
+            }
+        }
+        List<String> seqs = new ArrayList<>();
+        List<Long> pks = new ArrayList<>(byPk.keySet());
+        for (int from = 0; from < pks.size(); from += CHUNK) {
+            StringJoiner ids = new StringJoiner(",", "(", ")");
+            for (Long pk : pks.subList(from, Math.min(pks.size(), from + CHUNK))) {
+                ids.add(Long.toString(pk));
+            }
+            seqs.add(SEQS.replace("(?)", ids.toString()));
+        }
+        List<Key> keys = new ArrayList<>(byKey.keySet());
+        List<List<Key>> finds = new ArrayList<>();
+        for (int from = 0; from < keys.size(); from += CHUNK) {
+            finds.add(List.copyOf(keys.subList(from, Math.min(keys.size(), from + CHUNK))));
+        }
+        Map<Long, Watch[]> pkWatches = new HashMap<>();
+        byPk.forEach((pk, ws) -> pkWatches.put(pk, ws.toArray(Watch[]::new)));
+        Map<Key, Watch[]> keyWatches = new HashMap<>();
+        byKey.forEach((key, ws) -> keyWatches.put(key, ws.toArray(Watch[]::new)));
+        return new Plan(seqs, pkWatches, finds, keyWatches);
+    }
+
+    @Override
+    public void start() {
+        running = true;
+        thread = Thread.ofPlatform().name("settle-event-poller").daemon(true).start(this::run);
+    }
+
+    @Override
+    public void stop() {
+        running = false;
+        thread.interrupt();
+        try {
+            thread.join(5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        watches.forEach(Watch::end);
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+}

@@ -1,0 +1,85 @@
+package dev.settle.ingest;
+
+import com.mysql.cj.MysqlConnection;
+import com.mysql.cj.PreparedQuery;
+import com.mysql.cj.Query;
+import com.mysql.cj.interceptors.QueryInterceptor;
+import com.mysql.cj.log.Log;
+import com.mysql.cj.protocol.Resultset;
+import com.mysql.cj.protocol.ServerSession;
+
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+
+/**
+ * Counts every statement an application sends through Connector/J, by its SQL text (the text as written, before the
+ * parameters are filled in). Installed by {@link #PROPERTY}; the counts are per JVM, so a test reads deltas.
+ */
+public final class StatementCounter implements QueryInterceptor {
+    /** The property that installs the counter on an application's pool. */
+    public static final String PROPERTY = "spring.datasource.hikari.data-source-properties.queryInterceptors";
+
+    private static final Map<String, LongAdder> BY_SQL = new ConcurrentHashMap<>();
+
+    /** A snapshot of the counts so far, by SQL text with its whitespace collapsed. */
+    public static Map<String, Long> snapshot() {
+        Map<String, Long> out = new TreeMap<>();
+        BY_SQL.forEach((sql, n) -> out.merge(shorten(sql), n.sum(), Long::sum));
+        return out;
+    }
+
+    /** Statements counted between two snapshots, by SQL text (those with none left out). */
+    public static Map<String, Long> delta(Map<String, Long> before, Map<String, Long> after) {
+        Map<String, Long> out = new TreeMap<>();
+        after.forEach((sql, n) -> {
+            long d = n - before.getOrDefault(sql, 0L);
+            if (d != 0) {
+                out.put(sql, d);
+            }
+        });
+        return out;
+    }
+
+    public static long total(Map<String, Long> counts) {
+        return counts.values().stream().mapToLong(Long::longValue).sum();
+    }
+
+    @Override
+    public QueryInterceptor init(MysqlConnection conn, Properties props, Log log) {
+        return this;
+    }
+
+    @Override
+    public <T extends Resultset> T preProcess(Supplier<String> sql, Query query) {
+        String text = query instanceof PreparedQuery prepared ? prepared.getOriginalSql() : sql.get();
+        BY_SQL.computeIfAbsent(text == null ? "?" : text, k -> new LongAdder()).increment();
+        return null;
+    }
+
+    private static String shorten(String sql) {
+        // the text with its values, when the driver hands over no other: values become ?
+        String key = sql.strip()
+                .replaceAll("'(?:[^'\\\\]|\\\\.)*'", "?")
+                .replaceAll("\\b\\d+\\b", "?")
+                .replaceAll("\\s+", " ");
+        return key.length() > 100 ? key.substring(0, 100) + "…" : key;
+    }
+
+    @Override
+    public boolean executeTopLevelOnly() {
+        return true;
+    }
+
+    @Override
+    public void destroy() {}
+
+    @Override
+    public <T extends Resultset> T postProcess(
+            Supplier<String> sql, Query query, T originalResultSet, ServerSession serverSession) {
+        return null;
+    }
+}
