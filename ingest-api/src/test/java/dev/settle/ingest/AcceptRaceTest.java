@@ -36,10 +36,17 @@ class AcceptRaceTest {
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final int MAX_UNANSWERED = 20;
     static IngestApp app;
+    /**
+     * Whether a session's message times must rise with its versions. Not alone: the one-message upsert takes its
+     * time when the statement starts, before it waits for the session's row lock, so under contention a later
+     * version can carry an earlier time. A batch takes its time after its locks.
+     */
+    static boolean timesRise;
 
     @BeforeAll
     static void start() {
         app = new IngestApp("race", props(false));
+        timesRise = false;
     }
 
     static Map<String, Object> props(boolean groupCommit) {
@@ -111,6 +118,9 @@ class AcceptRaceTest {
             assertEquals(e.get("message_uid"), data.get("messageId").asString(), session + " event " + e.get("seq"));
             assertEquals(
                     ((Number) e.get("version")).longValue(), data.get("version").asLong());
+        }
+        if (!timesRise) {
+            return;
         }
         List<java.time.LocalDateTime> times = app.jdbc.queryForList(
                 "SELECT created_at FROM chat_message WHERE session_id = ? ORDER BY version",

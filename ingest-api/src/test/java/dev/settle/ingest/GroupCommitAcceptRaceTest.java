@@ -19,6 +19,7 @@ class GroupCommitAcceptRaceTest extends AcceptRaceTest {
     @BeforeAll
     static void start() {
         app = new IngestApp("race_gc", props(true));
+        timesRise = true;
     }
 
     /**
