@@ -14,11 +14,12 @@ import java.util.concurrent.Callable;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@link AcceptRaceTest} with group commit on; and the posts of a race really share commits. */
+/** {@link AcceptRaceTest} with group commit on (at most 8 per batch); and the posts of a race really share commits. */
 class GroupCommitAcceptRaceTest extends AcceptRaceTest {
     @BeforeAll
     static void start() {
         app = new IngestApp("race_gc", props(true));
+        timesRise = true;
     }
 
     /**
@@ -64,6 +65,7 @@ class GroupCommitAcceptRaceTest extends AcceptRaceTest {
         }
         assertEquals(48.0, batches.totalAmount() - total, "every post in exactly one batch");
         assertTrue(batches.count() - count < 48, (batches.count() - count) + " batches for 48 posts");
+        assertTrue(batches.max() <= 8, "group-commit-max caps a batch: " + batches.max());
         assertExact(alone, 3 + 16);
     }
 }
