@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -32,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * <pre>
  * mvn -B -q -o -pl ingest-api -am test -Dtest=AcceptCpuProbe -Dsurefire.failIfNoSpecifiedTests=false \
  *     -Dsettle.probe=true [-Dsettle.probe.accepts=6000 -Dsettle.probe.warmup=6000 -Dsettle.probe.clients=8 \
- *     -Dsettle.probe.jfr=target/accept.jfr]
+ *     -Dsettle.probe.jfr=target/accept.jfr -Dsettle.probe.props=key=value,key=value]
  * </pre>
  *
  * The ingest API runs alone in a child JVM ({@link AcceptCpuServer}) on the shared MariaDB (its own process) and
@@ -68,6 +69,11 @@ class AcceptCpuProbe {
                 "settle.limits.rate=1000000",
                 "settle.limits.burst=1000000",
                 "logging.level.root=WARN"));
+        // further properties of the server for an A/B run, e.g. -Dsettle.probe.props=a.b=1,c.d=2
+        String more = System.getProperty("settle.probe.props", "");
+        if (!more.isBlank()) {
+            cmd.addAll(List.of(more.split(",")));
+        }
         Process server = new ProcessBuilder(cmd)
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
@@ -95,11 +101,13 @@ class AcceptCpuProbe {
             double idleMsPerSec = (cpuNanos(server) - idle0) / 1e6 / ((System.nanoTime() - idleStart) / 1e9);
 
             double load = loadAverage();
+            Map<String, Long> threads0 = threadTicks(pid);
             long cpu0 = cpuNanos(server);
             long t0 = System.nanoTime();
             run(http, base, "m", ACCEPTS);
             long wall = System.nanoTime() - t0;
             long cpu = cpuNanos(server) - cpu0;
+            Map<String, Long> threads1 = threadTicks(pid);
             String jfr = System.getProperty("settle.probe.jfr");
             if (jfr != null) {
                 // a phase of its own: starting a recording deoptimises and recompiles, which the measured phase
@@ -125,6 +133,14 @@ class AcceptCpuProbe {
                     idlePerAccept,
                     perAccept - idlePerAccept,
                     load);
+            StringBuilder byThread = new StringBuilder("PROBE by thread (ms per accept):");
+            threads1.entrySet().stream()
+                    .map(e -> Map.entry(e.getKey(), e.getValue() - threads0.getOrDefault(e.getKey(), 0L)))
+                    .filter(e -> e.getValue() > 0)
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                    .forEach(e -> byThread.append(String.format(
+                            " %s=%.3f", e.getKey(), e.getValue() * 1000.0 / TICKS_PER_SECOND / ACCEPTS)));
+            report += byThread + System.lineSeparator();
             System.out.print(report);
             Files.writeString(
                     Path.of("target", "accept-cpu-probe.txt"),
@@ -167,6 +183,31 @@ class AcceptCpuProbe {
                 f.get();
             }
         }
+    }
+
+    static final long TICKS_PER_SECOND = 100;
+
+    /**
+     * CPU ticks (user + system) of each kind of thread of the process, from {@code /proc/<pid>/task/<tid>/stat}:
+     * threads are grouped by name without digits (the carriers of the virtual threads, the JIT compilers, GC, ...).
+     */
+    static Map<String, Long> threadTicks(long pid) throws java.io.IOException {
+        Map<String, Long> ticks = new java.util.TreeMap<>();
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks.toList()) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (java.io.IOException gone) {
+                    continue;
+                }
+                String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replaceAll("[0-9]+", "N");
+                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                long t = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+                ticks.merge(name, t, Long::sum);
+            }
+        }
+        return ticks;
     }
 
     static long cpuNanos(Process p) {
