@@ -98,9 +98,11 @@ class OperationsTest {
         assertTrue(metrics.body().contains("settle_messages_accepted_total{tenant=\"default\"}"), metrics.body());
         // every API request is timed once; Spring Security's filters are not observed one by one
         assertTrue(
-                metrics.body().lines().anyMatch(l -> l.startsWith("http_server_requests_seconds_count{")
-                        && l.contains("uri=\"/v1/sessions/{sessionId}/messages\"")
-                        && l.contains("status=\"202\"")),
+                metrics.body()
+                        .lines()
+                        .anyMatch(l -> l.startsWith("http_server_requests_seconds_count{")
+                                && l.contains("uri=\"/v1/sessions/{sessionId}/messages\"")
+                                && l.contains("status=\"202\"")),
                 metrics.body());
         assertTrue(!metrics.body().contains("spring_security_"), metrics.body());
     }

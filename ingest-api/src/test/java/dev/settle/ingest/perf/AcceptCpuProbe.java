@@ -138,8 +138,8 @@ class AcceptCpuProbe {
                     .map(e -> Map.entry(e.getKey(), e.getValue() - threads0.getOrDefault(e.getKey(), 0L)))
                     .filter(e -> e.getValue() > 0)
                     .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
-                    .forEach(e -> byThread.append(String.format(
-                            " %s=%.3f", e.getKey(), e.getValue() * 1000.0 / TICKS_PER_SECOND / ACCEPTS)));
+                    .forEach(e -> byThread.append(
+                            String.format(" %s=%.3f", e.getKey(), e.getValue() * 1000.0 / TICKS_PER_SECOND / ACCEPTS)));
             report += byThread + System.lineSeparator();
             System.out.print(report);
             Files.writeString(
@@ -201,7 +201,8 @@ class AcceptCpuProbe {
                 } catch (java.io.IOException gone) {
                     continue;
                 }
-                String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replaceAll("[0-9]+", "N");
+                String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+                        .replaceAll("[0-9]+", "N");
                 String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
                 long t = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
                 ticks.merge(name, t, Long::sum);
