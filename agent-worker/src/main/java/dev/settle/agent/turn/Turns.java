@@ -20,11 +20,12 @@ import java.util.Map;
 
 /**
  * The turn state machine, one row per attempt to answer a span of versions:
- * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every write is one UPDATE guarded by the session's live lease
+ * {@code RUNNING → COMMITTED | DISCARDED | FAILED}. Every write is one statement guarded by the session's live lease
  * ({@link dev.settle.schema.SessionRules#LEASE_OURS}: its token, not expired on the database clock), so only
- * the live holder moves or counts a turn; COMMITTED is written by {@link ReplyCommit}
- * inside the commit transaction. Transactions that also append events lock the session row first
- * ({@link SessionLease#lockHeld}).
+ * the live holder opens, moves or counts a turn; COMMITTED is written by {@link ReplyCommit} inside the commit
+ * transaction, whose first statement is that guard. A turn's model calls and tokens are counted in memory
+ * ({@link Calls}) and added by the statement that ends it. Transactions that also append events lock the session
+ * row first ({@link SessionLease#lockHeld}).
  */
 @Component
 public class Turns {
