@@ -66,7 +66,9 @@ final class IngestBench {
             Stage groupCommit,
             Profiler.Profile profile,
             Profiler.Profile rawProfile,
-            Profiler.Profile bareProfile) {}
+            Profiler.Profile bareProfile,
+            double satIdleCores,
+            double bareIdleCores) {}
 
     /**
      * Cores used during a stage by each process: the service's own JVM (ingest-api or the bare app; 0 for the raw
@@ -85,7 +87,20 @@ final class IngestBench {
     }
 
     /** A closed-loop stage against one service JVM: rate and latency, CPU, SQL statements each, JFR profile. */
-    record Stage(Load.Result result, Cpu cpu, double statementsEach, Profiler.Profile profile) {}
+    record Stage(Load.Result result, Cpu cpu, double statementsEach, Profiler.Profile profile, double idleCores) {}
+
+    /**
+     * Cores the service's JVM uses with no requests, over {@value #IDLE_SECONDS} s right after the warm-up (JIT
+     * compilation still running, background loops, GC): included in the CPU per message of the stage that follows.
+     */
+    static double idleCores(Child service) {
+        double c0 = service.cpuSeconds();
+        long t0 = System.nanoTime();
+        Load.sleep(Duration.ofSeconds(IDLE_SECONDS));
+        return (service.cpuSeconds() - c0) / ((System.nanoTime() - t0) / 1e9);
+    }
+
+    static final int IDLE_SECONDS = 2;
 
     static final String GROUP_COMMIT = "settle.ingest.group-commit";
 
@@ -126,6 +141,7 @@ final class IngestBench {
                 return status == 202;
             };
             Load.closedLoop(o.clients(), Duration.ZERO, o.warmup(), accept); // warm-up: JIT, pools, broker metadata
+            double satIdle = idleCores(ingest);
             if (o.profile()) {
                 ingest.jfrStart();
             }
@@ -231,7 +247,9 @@ final class IngestBench {
                     gc,
                     profile,
                     rawProfile,
-                    bare.profile());
+                    bare.profile(),
+                    satIdle,
+                    bare.idleCores());
         }
     }
 
@@ -255,6 +273,7 @@ final class IngestBench {
             Bench.Options o)
             throws Exception {
         Load.closedLoop(o.clients(), Duration.ZERO, o.warmup(), op);
+        double idle = idleCores(service);
         statuses.clear();
         if (o.profile()) {
             service.jfrStart();
@@ -267,7 +286,7 @@ final class IngestBench {
         Profiler.Profile profile = o.profile() ? service.jfrStop(recording, o.jfrDir()) : null;
         Bench.log("ingest: " + stage + " statuses " + statuses + "; SQL statements each " + fmt(each));
         logCpu(stage, r.rate(), "msg/s", cpu);
-        return new Stage(r, cpu, each, profile);
+        return new Stage(r, cpu, each, profile, idle);
     }
 
     /** A HikariCP pool with ingest-api's size and Connector/J properties, in this JVM. */

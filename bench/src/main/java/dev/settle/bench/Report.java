@@ -189,6 +189,9 @@ final class Report {
                 %s
                 | Kafka raw produce, acks=all, linger 1 ms, pipelined | %s/s | %s ms (ack) | | | | | |
 
+                The service JVMs at rest (%d s without requests right after each warm-up: JIT compilation, background
+                loops, GC), included in the CPU ms per message above: ingest-api %s cores, bare accept %s cores%s.
+
                 Ingest / bare accept: **%s** (goal ≥ 0.8). Ingest / raw limit: %s %%.
 
                 Offered-load ladder (open loop; latency counted from each request's intended start, so queueing shows):
@@ -226,6 +229,13 @@ final class Report {
                         .replace("\n\n", "\n"),
                 fmt(r.kafkaRate()),
                 fmt(r.kafkaAckedP50Ms()),
+                IngestBench.IDLE_SECONDS,
+                fmt2(r.satIdleCores()),
+                fmt2(r.bareIdleCores()),
+                r.groupCommit() == null
+                        ? ""
+                        : ", ingest-api with group commit "
+                                + fmt2(r.groupCommit().idleCores()) + " cores",
                 fmt2(vsBare),
                 fmt(ratio * 100)));
         Map<String, Histogram> curves = new LinkedHashMap<>();
@@ -332,13 +342,13 @@ final class Report {
             md.append("| %s | %s | %s | %s |\n"
                     .formatted(
                             a.app(),
-                            fmt(a.statementsPerReply()),
-                            fmt(a.transactionsPerReply()),
+                            fmt2(a.statementsPerReply()),
+                            fmt2(a.transactionsPerReply()),
                             fmt(a.idlePerSecond())));
             goal(
                     "3",
                     "SQL per reply, " + a.app() + " (caused by replies; idle polls apart)",
-                    fmt(a.statementsPerReply()) + " statements, " + fmt(a.transactionsPerReply())
+                    fmt2(a.statementsPerReply()) + " statements, " + fmt2(a.transactionsPerReply())
                             + " transactions; idle polls " + fmt(a.idlePerSecond()) + "/s",
                     "≤ 25 statements, ≤ 5 transactions",
                     a.statementsPerReply() <= 25 && a.transactionsPerReply() <= 5);
