@@ -46,7 +46,7 @@ final class Report {
                 mvn -B -pl bench -am -DskipTests package && java -jar bench/target/settle-bench.jar%s
                 ```
 
-                (`--quick` takes about 4 minutes, the full run under 20; `--model-latency uniform:MIN_MS:MAX_MS`
+                (`--quick` aims at about 4 minutes, the full run at under 20, on an unloaded machine; `--model-latency uniform:MIN_MS:MAX_MS`
                 or `fixed:MS` changes the model double's latency; `--set key=value` reaches every application, child
                 JVMs included.) Everything runs for real in the bench's JVM, as the quickstart does, except the services
                 whose own CPU or heap is measured, which run in JVMs of their own on the same class path (ingest-api and
