@@ -17,7 +17,9 @@ import java.util.Set;
  *
  * <p>Options: {@code --quick} (small sizes, under 3 minutes), {@code --model-latency uniform:MIN_MS:MAX_MS|fixed:MS}
  * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,strategies,inflight}, {@code --set key=value} (a property
- * every application gets, repeatable), {@code --no-profile}, {@code --out DIR} (default docs).
+ * every application gets, child JVMs included, repeatable), {@code --no-profile}, {@code --out DIR} (default docs),
+ * {@code --inflight-big LEVEL:MODEL_MS} (the in-flight figure's large level; the full run's is 10000:60000, the quick
+ * run has none).
  */
 public final class Bench {
     private static final long STARTED = System.nanoTime();
@@ -55,7 +57,9 @@ public final class Bench {
             Duration inflightDrain,
             long inflightModelMs,
             String agentHeap,
-            Duration inflightWarmup) {
+            Duration inflightWarmup,
+            int inflightBigLevel,
+            long inflightBigModelMs) {
 
         boolean runs(String scenario) {
             return only.isEmpty() || only.contains(scenario);
@@ -68,12 +72,14 @@ public final class Bench {
             boolean profile = true;
             Set<String> only = Set.of();
             Map<String, Object> extra = new LinkedHashMap<>();
+            String big = null;
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
                     case "--quick" -> quick = true;
                     case "--model-latency" -> latency = args[++i];
                     case "--out" -> out = Path.of(args[++i]);
                     case "--no-profile" -> profile = false;
+                    case "--inflight-big" -> big = args[++i];
                     case "--only" -> only = Set.of(args[++i].split(","));
                     case "--set" -> {
                         String kv = args[++i];
@@ -81,13 +87,72 @@ public final class Bench {
                     }
                     default ->
                         throw new IllegalArgumentException("unknown option " + args[i]
-                                + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V)");
+                                + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V,"
+                                + " --inflight-big LEVEL:MODEL_MS)");
                 }
             }
             Path jfr = Path.of("bench", "target", "jfr");
             Duration window = Duration.ofMillis(1500);
             Duration maxWait = Duration.ofSeconds(10);
             Model.Latency l = Model.Latency.parse(latency);
+            Options parsed = parse(quick, l, out, jfr, profile, only, extra, window, maxWait);
+            if (big == null) {
+                return parsed;
+            }
+            String[] lm = big.split(":");
+            return parsed.withBigLevel(Integer.parseInt(lm[0]), Long.parseLong(lm[1]));
+        }
+
+        /** The same options with the in-flight figure's large level set to {@code level} turns, {@code modelMs}. */
+        Options withBigLevel(int level, long modelMs) {
+            return new Options(
+                    quick,
+                    latency,
+                    out,
+                    jfrDir,
+                    profile,
+                    only,
+                    extra,
+                    warmup,
+                    clients,
+                    stage,
+                    ladder,
+                    ladderStage,
+                    ingestSessions,
+                    timers,
+                    timedTimers,
+                    timerPeriod,
+                    window,
+                    maxWait,
+                    overheadSessions,
+                    overheadRate,
+                    strategySessions,
+                    interruptSessions,
+                    warmBursts,
+                    measuredBursts,
+                    burstSize,
+                    gapMinMs,
+                    gapMaxMs,
+                    inflightLevels,
+                    inflightHold,
+                    inflightDrain,
+                    inflightModelMs,
+                    agentHeap,
+                    inflightWarmup,
+                    level,
+                    modelMs);
+        }
+
+        private static Options parse(
+                boolean quick,
+                Model.Latency l,
+                Path out,
+                Path jfr,
+                boolean profile,
+                Set<String> only,
+                Map<String, Object> extra,
+                Duration window,
+                Duration maxWait) {
             if (quick) {
                 return new Options(
                         true,
@@ -122,7 +187,9 @@ public final class Bench {
                         Duration.ofSeconds(20),
                         5000,
                         "512m",
-                        Duration.ofSeconds(4));
+                        Duration.ofSeconds(4),
+                        0,
+                        60_000);
             }
             return new Options(
                     false,
@@ -138,7 +205,7 @@ public final class Bench {
                     new double[] {0.25, 0.5, 0.75, 1.0, 1.25},
                     Duration.ofSeconds(10),
                     10_000,
-                    100_000,
+                    1_000_000,
                     6000,
                     Duration.ofSeconds(60),
                     window,
@@ -157,7 +224,9 @@ public final class Bench {
                     Duration.ofSeconds(45),
                     5000,
                     "512m",
-                    Duration.ofSeconds(12));
+                    Duration.ofSeconds(12),
+                    10_000,
+                    60_000);
         }
     }
 

@@ -39,6 +39,7 @@ import java.util.concurrent.atomic.AtomicLong;
 final class InFlightBench {
     record Level(
             int target,
+            long modelMs,
             double rate,
             int sessions,
             int replied,
@@ -88,7 +89,7 @@ final class InFlightBench {
             cmd.add(AgentProcess.class.getName());
             s.shared.forEach((k, v) -> cmd.add(k + "=" + v));
             cmd.add("settle.llm.url=" + model.baseUrl());
-            cmd.add("settle.llm.timeout=60s");
+            cmd.add("settle.llm.timeout=" + (Math.max(o.inflightModelMs(), o.inflightBigModelMs()) / 1000 + 60) + "s");
             cmd.add("settle.webhook.url=" + hooks.url());
             Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             AtomicLong heapUsed = new AtomicLong();
@@ -175,14 +176,33 @@ final class InFlightBench {
                     }
                     return true;
                 });
+                List<long[]> specs = new ArrayList<>(); // level, model ms, hold s, drain s
                 for (int target : o.inflightLevels()) {
-                    double rate = target * 1000.0 / o.inflightModelMs();
-                    int count = (int) Math.round(rate * o.inflightHold().toSeconds());
+                    specs.add(new long[] {
+                        target,
+                        o.inflightModelMs(),
+                        o.inflightHold().toSeconds(),
+                        o.inflightDrain().toSeconds()
+                    });
+                }
+                if (o.inflightBigLevel() > 0) {
+                    // one model latency of arrivals: the level is reached just as the first turns end
+                    long modelS = o.inflightBigModelMs() / 1000;
+                    specs.add(new long[] {o.inflightBigLevel(), o.inflightBigModelMs(), modelS, modelS + 60});
+                }
+                for (long[] spec : specs) {
+                    int target = (int) spec[0];
+                    long modelMs = spec[1];
+                    Duration hold = Duration.ofSeconds(spec[2]);
+                    Duration drain = Duration.ofSeconds(spec[3]);
+                    model.latency(Model.Latency.parse("fixed:" + modelMs));
+                    double rate = target * 1000.0 / modelMs;
+                    int count = (int) Math.round(rate * hold.toSeconds());
                     long firstId = nextId;
                     createSessions(jdbc, firstId, count);
                     nextId += count;
                     Bench.log("in-flight: level " + target + " (" + Math.round(rate) + " turns/s for "
-                            + o.inflightHold().toSeconds() + " s)");
+                            + hold.toSeconds() + " s, model " + modelMs + " ms)");
                     long[] published = new long[count];
                     heapUsed.set(0);
                     peak[0] = 0;
@@ -210,9 +230,9 @@ final class InFlightBench {
                                 Long.toString(id),
                                 EventCodec.encode(new SessionReady(id, 1, "window", Instant.now()))));
                     });
-                    double steadyFrom = (levelStart - t0) / 1e9 + o.inflightModelMs() / 1000.0;
+                    double steadyFrom = (levelStart - t0) / 1e9 + modelMs / 1000.0;
                     double steadyTo = (System.nanoTime() - t0) / 1e9;
-                    PipelineBench.await(o.inflightDrain(), () -> {
+                    PipelineBench.await(drain, () -> {
                         for (int i = 0; i < count; i += Math.max(1, count / 50)) {
                             if (hooks.covering("inf-" + (firstId + i), 1) == null) {
                                 return false;
@@ -220,7 +240,7 @@ final class InFlightBench {
                         }
                         return hooks.covering("inf-" + (firstId + count - 1), 1) != null;
                     });
-                    PipelineBench.await(o.inflightDrain().dividedBy(2), () -> {
+                    PipelineBench.await(drain.dividedBy(2), () -> {
                         for (int i = 0; i < count; i++) {
                             if (hooks.covering("inf-" + (firstId + i), 1) == null) {
                                 return false;
@@ -252,6 +272,7 @@ final class InFlightBench {
                     Map<String, Histogram> stages = stages(jdbc, model, hooks, firstId, count, published);
                     Level level = new Level(
                             target,
+                            modelMs,
                             rate,
                             count,
                             replied,

@@ -69,18 +69,30 @@ final class Infra implements AutoCloseable {
         }
 
         ConfigurableApplicationContext ingest() {
-            return apps.start(
-                    IngestApiApplication.class,
-                    IngestApiApplication.defaultProperties(),
-                    Map.of("server.port", "0", "management.server.port", "0"));
+            return ingest(Map.of());
         }
 
         ConfigurableApplicationContext debounce() {
-            return apps.start(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), Map.of());
+            return debounce(Map.of());
         }
 
         ConfigurableApplicationContext agent() {
-            return apps.start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), Map.of());
+            return agent(Map.of());
+        }
+
+        /** @param extra properties for this application only, over the scenario's */
+        ConfigurableApplicationContext ingest(Map<String, Object> extra) {
+            Map<String, Object> p = new HashMap<>(Map.of("server.port", "0", "management.server.port", "0"));
+            p.putAll(extra);
+            return apps.start(IngestApiApplication.class, IngestApiApplication.defaultProperties(), p);
+        }
+
+        ConfigurableApplicationContext debounce(Map<String, Object> extra) {
+            return apps.start(DebounceWorkerApplication.class, DebounceWorkerApplication.defaultProperties(), extra);
+        }
+
+        ConfigurableApplicationContext agent(Map<String, Object> extra) {
+            return apps.start(AgentWorkerApplication.class, AgentWorkerApplication.defaultProperties(), extra);
         }
 
         /** Stops the applications (the last started first), then the broker. */

@@ -1,18 +1,22 @@
 package dev.settle.bench;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.contracts.Topics;
+import dev.settle.ingest.IngestApiApplication;
 import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -23,17 +27,23 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Figures 1 and 2: ingest-api alone (no workers) on its own database and broker.
+ * Figures 1 and 2: ingest-api alone (no workers) on its own database and broker, in a JVM of its own
+ * ({@link ServiceProcess}), so that the HTTP clients in this JVM are not counted as its CPU.
  *
  * <ol>
  *   <li>Saturation: {@code clients} closed-loop HTTP clients POST messages to random sessions of a fixed set.</li>
- *   <li>Raw limit, same pool (ingest-api's own DataSource), same clients: one transaction of one UPDATE of the
- *       session row (the version bump) and one INSERT of a message row, the shapes of the accept transaction,
- *       without HTTP and without Kafka.</li>
+ *   <li>Raw limit, a pool with ingest-api's size and Connector/J settings in this JVM, same clients: one
+ *       transaction of one UPDATE of the session row (the version bump) and one INSERT of a message row, the
+ *       shapes of the accept transaction, without HTTP and without Kafka.</li>
  *   <li>Raw produce rate on the same broker: a producer with ingest-api's settings (acks=all, linger 1 ms)
  *       sending MessageAccepted-sized records as fast as the broker acknowledges them.</li>
  *   <li>Offered-load ladder (open loop, latency from the intended send time): fractions of the saturation rate.</li>
+ *   <li>Bare accept: the same clients against {@link dev.settle.bench.bare.BareAcceptApp} in a JVM of its own
+ *       (same heap), the two raw statements behind Spring MVC: what the stack alone costs.</li>
  * </ol>
+ *
+ * <p>Every stage reports the CPU of each process: the service JVM and MariaDB's {@code mariadbd} from
+ * {@code /proc/<pid>/stat}, this JVM (clients, broker) from its own.
  */
 final class IngestBench {
     record Step(double offered, Load.Result result) {}
@@ -42,28 +52,74 @@ final class IngestBench {
             Map<String, Double> lockWaits,
             double statementsPerAccept,
             double statementsPerRaw,
+            double statementsPerBare,
             Load.Result saturation,
             Load.Result raw,
+            Load.Result bare,
             double kafkaRate,
             double kafkaAckedP50Ms,
             List<Step> ladder,
             Step half,
             Cpu satCpu,
             Cpu rawCpu,
+            Cpu bareCpu,
+            Stage groupCommit,
             Profiler.Profile profile,
-            Profiler.Profile rawProfile) {}
+            Profiler.Profile rawProfile,
+            Profiler.Profile bareProfile,
+            double satIdleCores,
+            double bareIdleCores) {}
 
-    /** Cores used during a stage: this JVM and the MariaDB server. */
-    record Cpu(double jvmCores, double dbCores) {}
+    /**
+     * Cores used during a stage by each process: the service's own JVM (ingest-api or the bare app; 0 for the raw
+     * stage, which has none), this JVM (the HTTP clients, the broker, and for the raw stage the transactions) and the
+     * MariaDB server.
+     */
+    record Cpu(double serviceCores, double jvmCores, double dbCores) {
+        Cpu(double jvmCores, double dbCores) {
+            this(0, jvmCores, dbCores);
+        }
+
+        /** CPU ms per operation of each process, at {@code rate} operations/s: service, this JVM, MariaDB. */
+        double[] msPer(double rate) {
+            return new double[] {serviceCores * 1000 / rate, jvmCores * 1000 / rate, dbCores * 1000 / rate};
+        }
+    }
+
+    /** A closed-loop stage against one service JVM: rate and latency, CPU, SQL statements each, JFR profile. */
+    record Stage(Load.Result result, Cpu cpu, double statementsEach, Profiler.Profile profile, double idleCores) {}
+
+    /**
+     * Cores the service's JVM uses with no requests, over {@value #IDLE_SECONDS} s right after the warm-up (JIT
+     * compilation still running, background loops, GC): included in the CPU per message of the stage that follows.
+     */
+    static double idleCores(Child service) {
+        double c0 = service.cpuSeconds();
+        long t0 = System.nanoTime();
+        Load.sleep(Duration.ofSeconds(IDLE_SECONDS));
+        return (service.cpuSeconds() - c0) / ((System.nanoTime() - t0) / 1e9);
+    }
+
+    static final int IDLE_SECONDS = 2;
+
+    static final String GROUP_COMMIT = "settle.ingest.group-commit";
+
+    /** The service JVMs' heap: ingest-api's and the bare app's alike. */
+    static final String SERVICE_HEAP = "1g";
 
     private IngestBench() {}
 
     static Result run(Infra infra, Bench.Options o) throws Exception {
         try (Infra.Scenario s = infra.new Scenario("ingest", Map.of())) {
-            ConfigurableApplicationContext ingest = s.ingest();
-            String base = "http://127.0.0.1:" + Infra.port(ingest);
-            JdbcTemplate jdbc = ingest.getBean(JdbcTemplate.class);
-            TransactionTemplate tx = ingest.getBean(TransactionTemplate.class);
+            Map<String, Object> props = new LinkedHashMap<>(s.shared);
+            props.put("server.port", "0");
+            props.put("management.server.port", "0");
+            Bench.log("ingest: starting ingest-api in its own JVM");
+            Child ingest = new Child("ingest", SERVICE_HEAP, props);
+            String base = ingest.base();
+            HikariDataSource pool = samePool(s.jdbcUrl);
+            JdbcTemplate jdbc = new JdbcTemplate(pool);
+            TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(pool));
             int sessions = o.ingestSessions();
             Bench.log("ingest: creating " + sessions + " sessions");
             List<Object[]> rows = new ArrayList<>();
@@ -77,15 +133,19 @@ final class IngestBench {
             Bench.log("ingest: saturation, " + o.clients() + " clients, "
                     + o.stage().toSeconds() + " s");
             Map<Integer, AtomicLong> statuses = new ConcurrentHashMap<>();
+            String[] target = {base};
             Load.Op accept = (c, i) -> {
                 int sid = ThreadLocalRandom.current().nextInt(sessions);
-                int status = Load.post(base, "ing-" + sid, "sid=ing-" + sid + " lunch 35 and coffee 12");
+                int status = Load.post(target[0], "ing-" + sid, "sid=ing-" + sid + " lunch 35 and coffee 12");
                 statuses.computeIfAbsent(status, k -> new AtomicLong()).incrementAndGet();
                 return status == 202;
             };
             Load.closedLoop(o.clients(), Duration.ZERO, o.warmup(), accept); // warm-up: JIT, pools, broker metadata
-            var rec = o.profile() ? Profiler.start("ingest-saturation") : null;
-            double[] cpu0 = cpu(infra);
+            double satIdle = idleCores(ingest);
+            if (o.profile()) {
+                ingest.jfrStart();
+            }
+            double[] cpu0 = cpu(infra, ingest);
             long q0 = Infra.questions(jdbc);
             LockWaits waits = new LockWaits(new JdbcTemplate(
                     new org.springframework.jdbc.datasource.DriverManagerDataSource(s.jdbcUrl, "root", "")));
@@ -93,13 +153,12 @@ final class IngestBench {
             waits.close();
             Bench.log("ingest: lock waits per sample " + waits.perSample() + "; statuses " + statuses + "; failed "
                     + saturation.failed());
-            Cpu satCpu = cpu(infra, cpu0);
+            Cpu satCpu = cpu(infra, ingest, cpu0);
             double perAccept = (Infra.questions(jdbc) - q0 - 1) / (double) saturation.total();
-            Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
-            Bench.log("ingest: saturation " + Math.round(saturation.rate()) + " msg/s, jvm " + fmt(satCpu.jvmCores())
-                    + " cores, db " + fmt(satCpu.dbCores()) + " cores");
+            Profiler.Profile profile = o.profile() ? ingest.jfrStop("ingest-saturation", o.jfrDir()) : null;
+            logCpu("saturation", saturation.rate(), "msg/s", satCpu);
 
-            Bench.log("ingest: raw transaction limit on the same pool");
+            Bench.log("ingest: raw transaction limit, a pool like ingest-api's in this JVM");
             Map<Integer, Long> ids = new ConcurrentHashMap<>();
             for (Map<String, Object> row :
                     jdbc.queryForList("SELECT id, external_id FROM chat_session WHERE external_id LIKE 'ing-%'")) {
@@ -119,14 +178,13 @@ final class IngestBench {
             };
             Load.closedLoop(o.clients(), Duration.ZERO, o.warmup().dividedBy(2), raw);
             var rawRec = o.profile() ? Profiler.start("ingest-raw") : null;
-            cpu0 = cpu(infra);
+            cpu0 = cpu(infra, ingest);
             q0 = Infra.questions(jdbc);
             Load.Result rawResult = Load.closedLoop(o.clients(), Duration.ofSeconds(1), o.stage(), raw);
-            Cpu rawCpu = cpu(infra, cpu0);
+            Cpu rawCpu = cpu(infra, ingest, cpu0);
             double perRaw = (Infra.questions(jdbc) - q0 - 1) / (double) rawResult.total();
             Profiler.Profile rawProfile = rawRec == null ? null : Profiler.stop(rawRec, o.jfrDir());
-            Bench.log("ingest: raw " + Math.round(rawResult.rate()) + " tx/s, jvm " + fmt(rawCpu.jvmCores())
-                    + " cores, db " + fmt(rawCpu.dbCores()) + " cores");
+            logCpu("raw", rawResult.rate(), "tx/s", rawCpu);
 
             double[] kafka = kafkaRaw(s.kafka.bootstrapServers(), o.stage().dividedBy(2));
             Bench.log("ingest: raw produce " + Math.round(kafka[0]) + " records/s");
@@ -144,21 +202,117 @@ final class IngestBench {
                 Bench.log("ingest: offered " + Math.round(rate) + "/s → " + Math.round(r.rate()) + "/s, p50 "
                         + fmt(Load.ms(r.latency(), 50)) + " ms, p99 " + fmt(Load.ms(r.latency(), 99)) + " ms");
             }
+            ingest.close();
+
+            boolean gcAlready = o.extra().containsKey(GROUP_COMMIT);
+            Bench.log("ingest: starting the bare accept app"
+                    + (gcAlready ? "" : " and ingest-api with " + GROUP_COMMIT + "=true") + ", each in its own JVM");
+            Map<String, Object> gcProps = new LinkedHashMap<>(props);
+            gcProps.put(GROUP_COMMIT, "true");
+            var bareStart = java.util.concurrent.CompletableFuture.supplyAsync(() -> child("bare", props));
+            var gcStart = gcAlready
+                    ? java.util.concurrent.CompletableFuture.<Child>completedFuture(null)
+                    : java.util.concurrent.CompletableFuture.supplyAsync(() -> child("ingest", gcProps));
+            // both started before either is measured: a JVM starting takes the CPU the measured one needs
+            Child gcChild = gcStart.join();
+            Stage bare;
+            try (Child bareApp = bareStart.join()) {
+                target[0] = bareApp.base();
+                bare = measure("bare accept", "ingest-bare-accept", bareApp, infra, jdbc, accept, statuses, o);
+            }
+            Stage gc = null;
+            try (Child gcApp = gcChild) {
+                if (gcApp != null) {
+                    target[0] = gcApp.base();
+                    gc = measure(
+                            "saturation, group commit", "ingest-group-commit", gcApp, infra, jdbc, accept, statuses, o);
+                }
+            }
+            pool.close();
             return new Result(
                     waits.perSample(),
                     perAccept,
                     perRaw,
+                    bare.statementsEach(),
                     saturation,
                     rawResult,
+                    bare.result(),
                     kafka[0],
                     kafka[1],
                     ladder,
                     half,
                     satCpu,
                     rawCpu,
+                    bare.cpu(),
+                    gc,
                     profile,
-                    rawProfile);
+                    rawProfile,
+                    bare.profile(),
+                    satIdle,
+                    bare.idleCores());
         }
+    }
+
+    private static Child child(String service, Map<String, Object> props) {
+        try {
+            return new Child(service, SERVICE_HEAP, props);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Warm-up, then the measured closed loop of {@code clients} against {@code service}. */
+    private static Stage measure(
+            String stage,
+            String recording,
+            Child service,
+            Infra infra,
+            JdbcTemplate jdbc,
+            Load.Op op,
+            Map<Integer, AtomicLong> statuses,
+            Bench.Options o)
+            throws Exception {
+        Load.closedLoop(o.clients(), Duration.ZERO, o.warmup(), op);
+        double idle = idleCores(service);
+        statuses.clear();
+        if (o.profile()) {
+            service.jfrStart();
+        }
+        double[] cpu0 = cpu(infra, service);
+        long q0 = Infra.questions(jdbc);
+        Load.Result r = Load.closedLoop(o.clients(), Duration.ofSeconds(1), o.stage(), op);
+        Cpu cpu = cpu(infra, service, cpu0);
+        double each = (Infra.questions(jdbc) - q0 - 1) / (double) r.total();
+        Profiler.Profile profile = o.profile() ? service.jfrStop(recording, o.jfrDir()) : null;
+        Bench.log("ingest: " + stage + " statuses " + statuses + "; SQL statements each " + fmt(each));
+        logCpu(stage, r.rate(), "msg/s", cpu);
+        return new Stage(r, cpu, each, profile, idle);
+    }
+
+    /** A HikariCP pool with ingest-api's size and Connector/J properties, in this JVM. */
+    static HikariDataSource samePool(String jdbcUrl) {
+        Map<String, Object> d = IngestApiApplication.defaultProperties();
+        HikariConfig c = new HikariConfig();
+        c.setJdbcUrl(jdbcUrl);
+        c.setUsername("root");
+        c.setPassword("");
+        c.setMaximumPoolSize(Integer.parseInt((String) d.get("spring.datasource.hikari.maximum-pool-size")));
+        String prefix = "spring.datasource.hikari.data-source-properties.";
+        d.forEach((k, v) -> {
+            if (k.startsWith(prefix)) {
+                c.addDataSourceProperty(k.substring(prefix.length()), v);
+            }
+        });
+        return new HikariDataSource(c);
+    }
+
+    private static void logCpu(String stage, double rate, String unit, Cpu cpu) {
+        double[] ms = cpu.msPer(rate);
+        Bench.log("ingest: " + stage + " " + Math.round(rate) + " " + unit + "; cores: service "
+                + fmt(cpu.serviceCores())
+                + ", bench JVM " + fmt(cpu.jvmCores()) + ", MariaDB " + fmt(cpu.dbCores()) + "; CPU ms each: service "
+                + fmt2(ms[0]) + ", bench JVM " + fmt2(ms[1]) + ", MariaDB " + fmt2(ms[2]) + "; load "
+                + Bench.loadAverage());
     }
 
     static final String RAW_UPDATE = """
@@ -213,13 +367,30 @@ final class IngestBench {
     }
 
     static double[] cpu(Infra infra) {
-        return new double[] {System.nanoTime(), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
+        return new double[] {System.nanoTime(), Infra.ownCpuSeconds(), infra.dbCpuSeconds(), 0};
+    }
+
+    static double[] cpu(Infra infra, Child service) {
+        double[] c = cpu(infra);
+        c[3] = service.cpuSeconds();
+        return c;
     }
 
     static Cpu cpu(Infra infra, double[] before) {
         double[] now = cpu(infra);
         double wall = (now[0] - before[0]) / 1e9;
         return new Cpu((now[1] - before[1]) / wall, (now[2] - before[2]) / wall);
+    }
+
+    static Cpu cpu(Infra infra, Child service, double[] before) {
+        double[] now = cpu(infra, service);
+        double wall = (now[0] - before[0]) / 1e9;
+        return new Cpu((now[3] - before[3]) / wall, (now[1] - before[1]) / wall, (now[2] - before[2]) / wall);
+    }
+
+    /** Two decimals below 10 (CPU ms per operation), else as {@link #fmt}. */
+    static String fmt2(double v) {
+        return Double.isNaN(v) ? "–" : v >= 10 ? fmt(v) : String.format("%.2f", v);
     }
 
     static String fmt(double v) {

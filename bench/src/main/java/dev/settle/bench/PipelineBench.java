@@ -1,8 +1,10 @@
 package dev.settle.bench;
 
+import dev.settle.testsupport.SqlTrace;
 import org.HdrHistogram.Histogram;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -10,6 +12,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -31,7 +35,8 @@ final class PipelineBench {
             Histogram overhead,
             Map<String, Histogram> stages,
             Profiler.Profile profile,
-            IngestBench.Cpu cpu) {}
+            IngestBench.Cpu cpu,
+            List<AppSql> sql) {}
 
     record Result(Overhead overhead) {}
 
@@ -47,14 +52,63 @@ final class PipelineBench {
             settings.put("settle.debounce.window", o.window().toMillis() + "ms");
             settings.put("settle.debounce.maxwait", o.maxWait().toMillis() + "ms");
             try (Infra.Scenario s = infra.new Scenario("pipeline", settings)) {
-                ConfigurableApplicationContext ingest = s.ingest();
-                s.debounce();
-                s.agent();
+                // each application's statements are booked to it (SqlTrace); the bench's own go through an untraced
+                // connection
+                ConfigurableApplicationContext ingest = s.ingest(traced(s, "ingest-api"));
+                s.debounce(traced(s, "debounce-worker"));
+                s.agent(traced(s, "agent-worker"));
                 String base = "http://127.0.0.1:" + Infra.port(ingest);
-                JdbcTemplate jdbc = ingest.getBean(JdbcTemplate.class);
+                JdbcTemplate jdbc = new JdbcTemplate(new DriverManagerDataSource(s.jdbcUrl, "root", ""));
                 return new Result(overhead(infra, o, base, jdbc, model, hooks));
             }
         }
+    }
+
+    private static Map<String, Object> traced(Infra.Scenario s, String app) {
+        return Map.of("spring.datasource.url", SqlTrace.url(s.jdbcUrl, app));
+    }
+
+    /**
+     * Threads of the loops that run whether or not there is work; a statement of theirs that found nothing (a SELECT
+     * of no rows) or only looked ahead (the timer firer's sleep length) is an idle poll, which costs per second, not
+     * per reply (the rule of quickstart's ReplyCostTest).
+     */
+    static final Set<String> LOOPS = Set.of(
+            "webhook-dispatcher",
+            "debounce-timer-firer",
+            "stranded-session-sweeper",
+            "orphaned-lease-scanner",
+            "tool-reaper",
+            "interrupt-watcher",
+            "lease-heartbeat");
+
+    static boolean idle(SqlTrace.Statement st) {
+        boolean loop = LOOPS.stream().anyMatch(st.thread()::startsWith);
+        return loop && (st.shape().contains("MIN(fire_at)") || (st.verb().equals("SELECT") && st.rows() == 0));
+    }
+
+    /**
+     * Per application: SQL statements and transactions (a COMMIT, or a write in autocommit mode) caused by replies,
+     * per reply; idle polls per second.
+     */
+    record AppSql(String app, double statementsPerReply, double transactionsPerReply, double idlePerSecond) {}
+
+    static List<AppSql> perApp(List<SqlTrace.Statement> all, int replies, double seconds) {
+        Map<String, List<SqlTrace.Statement>> byApp = new TreeMap<>();
+        all.forEach(
+                st -> byApp.computeIfAbsent(st.app(), a -> new ArrayList<>()).add(st));
+        List<AppSql> out = new ArrayList<>();
+        byApp.forEach((app, list) -> {
+            List<SqlTrace.Statement> reply =
+                    list.stream().filter(st -> !idle(st)).toList();
+            long tx = reply.stream().filter(SqlTrace.Statement::endsTransaction).count();
+            out.add(new AppSql(
+                    app,
+                    reply.size() / (double) Math.max(1, replies),
+                    tx / (double) Math.max(1, replies),
+                    (list.size() - reply.size()) / seconds));
+        });
+        return out;
     }
 
     private static Overhead overhead(
@@ -67,6 +121,8 @@ final class PipelineBench {
         var rec = o.profile() ? Profiler.start("pipeline") : null;
         double[] cpu0 = IngestBench.cpu(infra);
         long q0 = Infra.questions(jdbc);
+        SqlTrace.start();
+        long traceStart = System.nanoTime();
         Load.paced(rate, n, i -> {
             String sid = "ovh-" + i;
             sent[(int) i] = System.nanoTime();
@@ -82,6 +138,19 @@ final class PipelineBench {
         });
         IngestBench.Cpu cpu = IngestBench.cpu(infra, cpu0);
         long statements = Infra.questions(jdbc) - q0;
+        // the last replies' own statements (delivery recorded, lease released) end after their webhooks: until the
+        // count of non-idle statements has not moved for a second
+        long last = -1;
+        for (int i = 0; i < 30; i++) {
+            long now = SqlTrace.snapshot().stream().filter(st -> !idle(st)).count();
+            if (now == last) {
+                break;
+            }
+            last = now;
+            Load.sleep(Duration.ofMillis(1000));
+        }
+        List<SqlTrace.Statement> traced = SqlTrace.stop();
+        double tracedSeconds = (System.nanoTime() - traceStart) / 1e9;
         Profiler.Profile profile = rec == null ? null : Profiler.stop(rec, o.jfrDir());
 
         // database instants → this JVM's nanoTime (same machine clock; the offset is taken once)
@@ -147,8 +216,22 @@ final class PipelineBench {
         }
         Bench.log("pipeline: " + replied + "/" + n + " replied; overhead p50 " + IngestBench.fmt(Load.ms(over, 50))
                 + " ms, p99 " + IngestBench.fmt(Load.ms(over, 99)) + " ms");
+        List<AppSql> sql = perApp(traced, replied, tracedSeconds);
+        sql.forEach(a -> Bench.log("pipeline: " + a.app() + ": " + IngestBench.fmt(a.statementsPerReply())
+                + " statements and " + IngestBench.fmt(a.transactionsPerReply()) + " transactions per reply, "
+                + IngestBench.fmt(a.idlePerSecond()) + " idle polls/s"));
         return new Overhead(
-                statements / (double) Math.max(1, replied), n, replied, multi, rate, reply, over, stages, profile, cpu);
+                statements / (double) Math.max(1, replied),
+                n,
+                replied,
+                multi,
+                rate,
+                reply,
+                over,
+                stages,
+                profile,
+                cpu,
+                sql);
     }
 
     private record Row(long accepted, long started, long ended) {}
