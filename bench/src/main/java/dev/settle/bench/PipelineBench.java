@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 
@@ -69,25 +68,6 @@ final class PipelineBench {
     }
 
     /**
-     * Threads of the loops that run whether or not there is work; a statement of theirs that found nothing (a SELECT
-     * of no rows) or only looked ahead (the timer firer's sleep length) is an idle poll, which costs per second, not
-     * per reply (the rule of quickstart's ReplyCostTest).
-     */
-    static final Set<String> LOOPS = Set.of(
-            "webhook-dispatcher",
-            "debounce-timer-firer",
-            "stranded-session-sweeper",
-            "orphaned-lease-scanner",
-            "tool-reaper",
-            "interrupt-watcher",
-            "lease-heartbeat");
-
-    static boolean idle(SqlTrace.Statement st) {
-        boolean loop = LOOPS.stream().anyMatch(st.thread()::startsWith);
-        return loop && (st.shape().contains("MIN(fire_at)") || (st.verb().equals("SELECT") && st.rows() == 0));
-    }
-
-    /**
      * Per application: SQL statements and transactions (a COMMIT, or a write in autocommit mode) caused by replies,
      * per reply; idle polls per second.
      */
@@ -100,7 +80,7 @@ final class PipelineBench {
         List<AppSql> out = new ArrayList<>();
         byApp.forEach((app, list) -> {
             List<SqlTrace.Statement> reply =
-                    list.stream().filter(st -> !idle(st)).toList();
+                    list.stream().filter(st -> !st.idlePoll()).toList();
             long tx = reply.stream().filter(SqlTrace.Statement::endsTransaction).count();
             out.add(new AppSql(
                     app,
@@ -142,7 +122,7 @@ final class PipelineBench {
         // count of non-idle statements has not moved for a second
         long last = -1;
         for (int i = 0; i < 30; i++) {
-            long now = SqlTrace.snapshot().stream().filter(st -> !idle(st)).count();
+            long now = SqlTrace.snapshot().stream().filter(st -> !st.idlePoll()).count();
             if (now == last) {
                 break;
             }

@@ -8,7 +8,6 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 
@@ -23,16 +22,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * reported apart. A transaction is a COMMIT or a write in autocommit mode.
  */
 class ReplyCostTest {
-    /** Threads of loops that run whether or not there is work. */
-    static final Set<String> LOOPS = Set.of(
-            "webhook-dispatcher",
-            "debounce-timer-firer",
-            "stranded-session-sweeper",
-            "orphaned-lease-scanner",
-            "tool-reaper",
-            "interrupt-watcher",
-            "lease-heartbeat");
-
     static SettleSystem settle;
 
     @BeforeAll
@@ -43,11 +32,6 @@ class ReplyCostTest {
     @AfterAll
     static void stop() {
         settle.close();
-    }
-
-    static boolean idle(SqlTrace.Statement st) {
-        boolean loop = LOOPS.stream().anyMatch(st.thread()::startsWith);
-        return loop && (st.shape().contains("MIN(fire_at)") || (st.verb().equals("SELECT") && st.rows() == 0));
     }
 
     @Test
@@ -68,7 +52,8 @@ class ReplyCostTest {
         List<SqlTrace.Statement> all = SqlTrace.stop().stream()
                 .filter(st -> !st.thread().equals(test) && !st.thread().startsWith("awaitility"))
                 .toList();
-        List<SqlTrace.Statement> reply = all.stream().filter(st -> !idle(st)).toList();
+        List<SqlTrace.Statement> reply =
+                all.stream().filter(st -> !st.idlePoll()).toList();
 
         Map<String, List<SqlTrace.Statement>> byApp = reply.stream()
                 .collect(Collectors.groupingBy(SqlTrace.Statement::app, TreeMap::new, Collectors.toList()));

@@ -63,11 +63,31 @@ public final class SqlTrace implements QueryInterceptor {
             return s.substring(0, end).toUpperCase(Locale.ROOT);
         }
 
+        /**
+         * A poll of a loop that runs whether or not there is work ({@link #LOOP_THREADS}) that found nothing (a
+         * SELECT of no rows) or only looked ahead (the timer firer's sleep length): it costs per second, not per
+         * reply.
+         */
+        public boolean idlePoll() {
+            boolean loop = LOOP_THREADS.stream().anyMatch(thread::startsWith);
+            return loop && (shape().contains("MIN(fire_at)") || (verb().equals("SELECT") && rows == 0));
+        }
+
         /** The statement on one line, whitespace collapsed, for reports. */
         public String shape() {
             return sql.replaceAll("\\s+", " ").strip();
         }
     }
+
+    /** The threads of Settle's loops that run whether or not there is work (see {@link Statement#idlePoll()}). */
+    public static final java.util.Set<String> LOOP_THREADS = java.util.Set.of(
+            "webhook-dispatcher",
+            "debounce-timer-firer",
+            "stranded-session-sweeper",
+            "orphaned-lease-scanner",
+            "tool-reaper",
+            "interrupt-watcher",
+            "lease-heartbeat");
 
     private static final ConcurrentLinkedQueue<Statement> LOG = new ConcurrentLinkedQueue<>();
     private static volatile boolean recording;

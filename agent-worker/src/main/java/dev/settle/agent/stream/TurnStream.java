@@ -112,22 +112,11 @@ public final class TurnStream implements AutoCloseable {
     public void sync() {
         CountDownLatch synced = new CountDownLatch(1);
         queue.add(new Chunk(-1, "", null, synced));
-        try {
-            while (!synced.await(100, TimeUnit.MILLISECONDS)) {
-                if (!writer.isAlive()) {
-                    break;
-                }
+        awaitWriter(() -> {
+            while (!synced.await(100, TimeUnit.MILLISECONDS) && writer.isAlive()) {
+                // the writer counts it down, or ends (and releases every sync) on a failure
             }
-        } catch (java.lang.InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new LeaseLostException();
-        }
-        if (leaseLost) {
-            throw new LeaseLostException();
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        });
     }
 
     /** Writes what is left and returns the text persisted for this turn. */
@@ -159,8 +148,17 @@ public final class TurnStream implements AutoCloseable {
 
     private void end(Chunk how) {
         queue.add(how);
+        awaitWriter(writer::join);
+    }
+
+    private interface Wait {
+        void await() throws java.lang.InterruptedException;
+    }
+
+    /** Waits for the writer as {@code wait} says, then reports how it fared: lease lost or a failed write. */
+    private void awaitWriter(Wait wait) {
         try {
-            writer.join();
+            wait.await();
         } catch (java.lang.InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new LeaseLostException();
