@@ -252,14 +252,7 @@ class AcceptRaceTest {
             what.add("other-body");
             calls.add(() -> post(keyed, "another body", "Idempotency-Key", "k"));
         }
-        String before = app.jdbc
-                .queryForList(
-                        "SELECT m.message_uid FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
-                                + "WHERE s.external_id IN (?, ?) ORDER BY m.id",
-                        String.class,
-                        full,
-                        rejecting)
-                .toString();
+        String before = storedIn(full, rejecting);
         List<HttpResponse<String>> answers = together(calls);
 
         Map<String, Set<String>> keyedAnswers = new HashMap<>(); // "same-key" / "other-body" -> status + body
@@ -301,16 +294,18 @@ class AcceptRaceTest {
         assertExact(busy, 4);
         assertExact(full, MAX_UNANSWERED);
         assertExact(rejecting, 1);
-        assertEquals(
-                before,
-                app.jdbc
-                        .queryForList(
-                                "SELECT m.message_uid FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
-                                        + "WHERE s.external_id IN (?, ?) ORDER BY m.id",
-                                String.class,
-                                full,
-                                rejecting)
-                        .toString(),
-                "the refused messages stored nothing");
+        assertEquals(before, storedIn(full, rejecting), "the refused messages stored nothing");
+    }
+
+    /** The ids of the messages stored in two sessions, in the order they were stored. */
+    String storedIn(String first, String second) {
+        return app.jdbc
+                .queryForList(
+                        "SELECT m.message_uid FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
+                                + "WHERE s.external_id IN (?, ?) ORDER BY m.id",
+                        String.class,
+                        first,
+                        second)
+                .toString();
     }
 }

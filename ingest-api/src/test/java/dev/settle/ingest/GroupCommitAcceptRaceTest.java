@@ -28,13 +28,7 @@ class GroupCommitAcceptRaceTest extends AcceptRaceTest {
      */
     @AfterEach
     void no_batch_failed() {
-        assertEquals(
-                0.0,
-                app.context
-                        .getBean(MeterRegistry.class)
-                        .get("settle.accept.batch.failures")
-                        .counter()
-                        .count());
+        assertEquals(0.0, app.failedBatches());
     }
 
     @Test

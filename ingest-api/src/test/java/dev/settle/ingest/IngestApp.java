@@ -136,4 +136,15 @@ public final class IngestApp implements AutoCloseable {
     public void close() {
         context.close();
     }
+
+    /**
+     * Group-commit batches that failed and were accepted again message by message (a fallback that would hide a wrong
+     * batch decision behind correct answers).
+     */
+    public double failedBatches() {
+        return context.getBean(io.micrometer.core.instrument.MeterRegistry.class)
+                .get("settle.accept.batch.failures")
+                .counter()
+                .count();
+    }
 }
