@@ -2,6 +2,7 @@ package dev.settle.agent;
 
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
+import dev.settle.boot.StoreTransactions;
 import dev.settle.contracts.Topology;
 import dev.settle.schema.DebounceTiming;
 import org.springframework.boot.SpringApplication;
@@ -17,7 +18,7 @@ import java.util.Map;
  */
 @SpringBootApplication
 @EnableConfigurationProperties({AgentSettings.class, DebounceTiming.class})
-@Import({Topology.class, Operations.class})
+@Import({Topology.class, Operations.class, StoreTransactions.class})
 public class AgentWorkerApplication {
 
     public static Map<String, Object> defaultProperties() {

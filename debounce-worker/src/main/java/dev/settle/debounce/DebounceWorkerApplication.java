@@ -2,6 +2,7 @@ package dev.settle.debounce;
 
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
+import dev.settle.boot.StoreTransactions;
 import dev.settle.contracts.Topology;
 import dev.settle.schema.DebounceTiming;
 import org.springframework.boot.SpringApplication;
@@ -24,7 +25,7 @@ import java.util.Map;
  * in the environment overrides them.
  */
 @SpringBootApplication
-@Import({Topology.class, Operations.class})
+@Import({Topology.class, Operations.class, StoreTransactions.class})
 @EnableConfigurationProperties({
     DebounceTiming.class,
     DebounceSettings.class,

@@ -2,6 +2,7 @@ package dev.settle.ingest;
 
 import dev.settle.boot.Operations;
 import dev.settle.boot.SettleDefaults;
+import dev.settle.boot.StoreTransactions;
 import dev.settle.contracts.Topology;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -19,7 +20,7 @@ import java.util.Map;
 @SpringBootApplication(
         excludeName = "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration")
 @EnableConfigurationProperties(IngestSettings.class)
-@Import({Topology.class, Operations.class})
+@Import({Topology.class, Operations.class, StoreTransactions.class})
 public class IngestApiApplication {
     /** {@code SETTLE_MANAGEMENT_PORT}: where actuator (health, Prometheus) is served; never the API port. */
     public static final int DEFAULT_MANAGEMENT_PORT = 9080;

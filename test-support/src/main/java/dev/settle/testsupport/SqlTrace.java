@@ -31,7 +31,7 @@ public final class SqlTrace implements QueryInterceptor {
      * One statement.
      *
      * @param sql the statement's text as written (parameters as {@code ?})
-     * @param autocommit whether the session was in autocommit mode when it ran
+     * @param autocommit whether the statement committed on its own (autocommit mode, no transaction open after it)
      * @param rows rows returned by a query, or rows affected by a write
      */
     public record Statement(String app, String thread, long atNanos, String sql, boolean autocommit, long rows) {
@@ -153,7 +153,9 @@ public final class SqlTrace implements QueryInterceptor {
                     ? originalResultSet.getRows().size()
                     : originalResultSet.getUpdateCount();
         }
-        boolean autocommit = serverSession == null || serverSession.isAutocommit();
+        // a write in autocommit mode is its own transaction unless START TRANSACTION began one
+        boolean autocommit =
+                serverSession == null || (serverSession.isAutocommit() && !serverSession.inTransactionOnServer());
         LOG.add(new Statement(
                 app, Thread.currentThread().getName(), System.nanoTime(), text == null ? "" : text, autocommit, rows));
         return null;

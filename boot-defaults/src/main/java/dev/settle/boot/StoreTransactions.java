@@ -1,0 +1,21 @@
+package dev.settle.boot;
+
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+
+import javax.sql.DataSource;
+
+/**
+ * The transaction manager of every Settle application: Spring's {@link JdbcTransactionManager} over
+ * {@link StartTransactionDataSource}, so a transaction costs {@code START TRANSACTION … COMMIT} (two statements)
+ * instead of Connector/J's {@code SET autocommit=0 … COMMIT … SET autocommit=1} (three). Statements outside a
+ * transaction, and Liquibase, use the pool as it is.
+ */
+@Configuration(proxyBeanMethods = false)
+public class StoreTransactions {
+    @Bean
+    JdbcTransactionManager transactionManager(DataSource dataSource) {
+        return new JdbcTransactionManager(new StartTransactionDataSource(dataSource));
+    }
+}
