@@ -334,3 +334,9 @@ ALTER TABLE chat_turn ADD COLUMN cached_tokens INT NOT NULL DEFAULT 0;
 -- which model call of its turn made it (calls of one model call form one assistant message), and the last version
 -- its turn answered (the call and its result come after the messages up to that version, before any newer one).
 ALTER TABLE tool_execution ADD COLUMN model_call INT NULL, ADD COLUMN answers_version BIGINT NULL;
+
+--changeset settle:18-debounce-timer-records-burst
+-- Whether firing this timer records where its burst ended (session_burst): only the enqueue policy reads those
+-- rows, so a timer armed for a merge or reject session skips the insert (and its reply the delete). Rows armed
+-- without knowing the policy (the sweeper, the agent's re-arm, an older worker) record it, as before.
+ALTER TABLE debounce_timer ADD COLUMN records_burst BOOLEAN NOT NULL DEFAULT TRUE;

@@ -25,6 +25,31 @@ class EventCodecTest {
     }
 
     @Test
+    void message_accepted_carries_the_policy_and_only_enqueue_or_unknown_records_a_burst_end() {
+        for (String policy : new String[] {"merge", "enqueue", "reject"}) {
+            MessageAccepted event = new MessageAccepted(42, 3, ACCEPTED, ACCEPTED, policy);
+            MessageAccepted decoded = EventCodec.decode(EventCodec.encode(event), MessageAccepted.class);
+            assertThat(decoded).isEqualTo(event);
+            assertThat(decoded.recordsBurstEnd()).isEqualTo(policy.equals("enqueue"));
+        }
+    }
+
+    @Test
+    void an_event_from_an_older_producer_has_no_policy_and_one_from_a_newer_may_carry_unknown_fields() {
+        MessageAccepted older = EventCodec.decode(
+                "{\"sessionId\":42,\"version\":1,\"acceptedAt\":\"2026-11-29T21:33:47.123456Z\"}",
+                MessageAccepted.class);
+        assertThat(older).isEqualTo(new MessageAccepted(42, 1, ACCEPTED, null, null));
+        assertThat(older.recordsBurstEnd()).isTrue();
+
+        MessageAccepted newer = EventCodec.decode(
+                "{\"sessionId\":42,\"version\":1,\"acceptedAt\":\"2026-11-29T21:33:47.123456Z\","
+                        + "\"policy\":\"merge\",\"addedLater\":{\"x\":1}}",
+                MessageAccepted.class);
+        assertThat(newer).isEqualTo(new MessageAccepted(42, 1, ACCEPTED, null, "merge"));
+    }
+
+    @Test
     void typing_signal_round_trips_with_microsecond_times() {
         TypingSignal event = new TypingSignal(42, ACCEPTED);
         assertThat(EventCodec.encode(event)).contains("\"sessionId\":42", "\"signalAt\"");

@@ -72,9 +72,9 @@ public class DebounceTimers {
      */
     static final String ARM = """
             INSERT INTO debounce_timer (session_id, fire_at, deadline_at, armed_version, armed_by, armed_at,
-                                        last_message_at, window_cause)
+                                        last_message_at, window_cause, records_burst)
             VALUES (:sessionId, %s, %s, :version, 'message', UTC_TIMESTAMP(6),
-                    %s, :windowCause)
+                    %s, :windowCause, :recordsBurst)
             ON DUPLICATE KEY UPDATE
               deadline_at     = LEAST(debounce_timer.deadline_at, %s),
               window_cause    = CASE WHEN %s + INTERVAL :windowMicros MICROSECOND
@@ -87,7 +87,8 @@ public class DebounceTimers {
               fire_at         = LEAST(GREATEST(debounce_timer.window_fire_at,
                                                COALESCE(debounce_timer.held_until, debounce_timer.window_fire_at)),
                                       debounce_timer.deadline_at),
-              armed_version   = GREATEST(debounce_timer.armed_version, :version)
+              armed_version   = GREATEST(debounce_timer.armed_version, :version),
+              records_burst   = :recordsBurst
             """.formatted(
                     SessionRules.timerFireAt(ACCEPTED_AT, OLDEST_AT, ":windowMicros", ":maxwaitMicros"),
                     DEADLINE,
@@ -137,6 +138,7 @@ public class DebounceTimers {
                 .param("windowMicros", step.window().micros())
                 .param("windowCause", step.window().cause())
                 .param("maxwaitMicros", settings.maxwaitMicros())
+                .param("recordsBurst", event.recordsBurstEnd())
                 .update();
         // 1 = inserted (or, with the driver's found-rows default, an unchanged duplicate); 2 = extended.
         if (rows > 2) {

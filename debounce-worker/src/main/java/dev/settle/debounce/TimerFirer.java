@@ -38,7 +38,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       ({@code window_cause}: base or learned) tags the fire's metric, not the event.</li>
  *   <li>Publish one SessionReady per row, keyed by the session id, and wait for the broker's acks.</li>
  *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each), record
- *       where its burst ended ({@link #RECORD_BURST_END}: the version the timer had seen) and commit.</li>
+ *       where its burst ended ({@link #RECORD_BURST_END}: the version the timer had seen; only when the timer
+ *       was armed for a session that may be under {@code enqueue}) and commit.</li>
  *   <li>If publishing or deleting fails, roll back: the rows stay and fire on a later round (the events are
  *       hints, so a repeat after a partial publish is harmless); log and back off (100 ms doubling up to 2 s).</li>
  *   <li>A full batch means a backlog: go again at once.</li>
@@ -61,7 +62,7 @@ public class TimerFirer extends PeriodicTask {
 
     static final String LOCK_DUE =
             "SELECT d.session_id, d.fire_at, d.armed_version, " + SessionRules.TIMER_CAUSE + " AS cause, " + """
-                   d.window_cause,
+                   d.window_cause, d.records_burst,
                    UTC_TIMESTAMP(6) AS fired_at
               FROM debounce_timer d
              WHERE d.fire_at <= UTC_TIMESTAMP(6)
@@ -80,14 +81,23 @@ public class TimerFirer extends PeriodicTask {
                AND fire_at = :fireAt
             """;
 
-    /** The burst this timer closed ends at the version it had seen (read by the agent under {@code enqueue}). */
+    /**
+     * The burst this timer closed ends at the version it had seen (read by the agent under {@code enqueue}); only
+     * for a timer whose {@code records_burst} says its session may be under {@code enqueue}.
+     */
     static final String RECORD_BURST_END = """
             INSERT IGNORE INTO session_burst (session_id, end_version, fired_at)
             VALUES (:sessionId, :version, UTC_TIMESTAMP(6))
             """;
 
     private record DueTimer(
-            long sessionId, LocalDateTime fireAt, long version, String cause, String windowCause, Instant firedAt) {}
+            long sessionId,
+            LocalDateTime fireAt,
+            long version,
+            String cause,
+            String windowCause,
+            boolean recordsBurst,
+            Instant firedAt) {}
 
     private final JdbcClient jdbc;
     private final TransactionTemplate tx;
@@ -127,6 +137,7 @@ public class TimerFirer extends PeriodicTask {
                             rs.getLong("armed_version"),
                             rs.getString("cause"),
                             rs.getString("window_cause"),
+                            rs.getBoolean("records_burst"),
                             DbTime.instant(rs, "fired_at")))
                     .list();
             if (due.isEmpty()) {
@@ -143,10 +154,12 @@ public class TimerFirer extends PeriodicTask {
                     throw new IllegalStateException(
                             "deleting the locked timer of session " + t.sessionId() + " touched " + rows + " rows");
                 }
-                jdbc.sql(RECORD_BURST_END)
-                        .param("sessionId", t.sessionId())
-                        .param("version", t.version())
-                        .update();
+                if (t.recordsBurst()) {
+                    jdbc.sql(RECORD_BURST_END)
+                            .param("sessionId", t.sessionId())
+                            .param("version", t.version())
+                            .update();
+                }
             }
             return due.size();
         });

@@ -143,21 +143,7 @@ abstract class DebounceContract {
                 .param("id", session)
                 .param("fire", dev.settle.schema.DbTime.utc(now.minusMillis(5)))
                 .update();
-        KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        SharedInfra.kafkaBootstrap(),
-                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
-                        5000),
-                new StringSerializer(),
-                new StringSerializer()));
-        try {
-            TimerFirer firer = new TimerFirer(
-                    jdbc,
-                    new DataSourceTransactionManager(dataSource),
-                    kafka,
-                    SETTINGS,
-                    new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+        withFirer(firer -> {
             assertThat(firer.untilNextDue()).isEqualTo(Duration.ZERO);
             long due = jdbc.sql("SELECT COUNT(*) FROM debounce_timer WHERE fire_at <= UTC_TIMESTAMP(6)")
                     .query(Long.class)
@@ -171,6 +157,61 @@ abstract class DebounceContract {
                             .list())
                     .containsExactly(4L);
             assertThat(firer.untilNextDue()).isPositive();
+        });
+    }
+
+    @Test
+    void a_fired_timer_records_its_burst_end_only_when_its_session_may_be_under_enqueue() {
+        DebounceTimers timers = TestTimers.fixed(jdbc, TIMING);
+        Map<String, Long> bySession = new java.util.LinkedHashMap<>();
+        for (String policy : new String[] {"merge", "reject", "enqueue", null}) {
+            long session = sessions.create();
+            MessageAccepted accepted = sessions.accept(session);
+            assertThat(timers.arm(new MessageAccepted(
+                            session, accepted.version(), accepted.acceptedAt(), accepted.oldestUnansweredAt(), policy)))
+                    .isTrue();
+            bySession.put(String.valueOf(policy), session);
+        }
+        jdbc.sql("UPDATE debounce_timer SET fire_at = UTC_TIMESTAMP(6) - INTERVAL 5000 MICROSECOND"
+                        + " WHERE session_id IN (:ids)")
+                .param("ids", bySession.values())
+                .update();
+
+        withFirer(firer -> {
+            assertThat(firer.fireDue()).isGreaterThanOrEqualTo(4);
+            Map<String, java.util.List<Long>> ends = new java.util.LinkedHashMap<>();
+            bySession.forEach((policy, session) -> ends.put(
+                    policy,
+                    jdbc.sql("SELECT end_version FROM session_burst WHERE session_id = :id")
+                            .param("id", session)
+                            .query(Long.class)
+                            .list()));
+            assertThat(ends)
+                    .containsExactly(
+                            Map.entry("merge", java.util.List.of()),
+                            Map.entry("reject", java.util.List.of()),
+                            Map.entry("enqueue", java.util.List.of(1L)),
+                            Map.entry("null", java.util.List.of(1L))); // unknown: may be enqueue
+        });
+    }
+
+    /** Runs {@code body} with a timer firer on this suite's database and the shared broker. */
+    private void withFirer(java.util.function.Consumer<TimerFirer> body) {
+        KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        SharedInfra.kafkaBootstrap(),
+                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                        5000),
+                new StringSerializer(),
+                new StringSerializer()));
+        try {
+            body.accept(new TimerFirer(
+                    jdbc,
+                    new DataSourceTransactionManager(dataSource),
+                    kafka,
+                    SETTINGS,
+                    new io.micrometer.core.instrument.simple.SimpleMeterRegistry()));
         } finally {
             kafka.destroy();
         }

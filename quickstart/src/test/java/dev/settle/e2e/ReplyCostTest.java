@@ -76,11 +76,11 @@ class ReplyCostTest {
                 .append('\n');
         System.out.println(report);
 
-        assertEquals(7, byApp.get("ingest-api").size(), report.toString());
+        assertEquals(6, byApp.get("ingest-api").size(), report.toString());
         assertEquals(1, transactions(byApp.get("ingest-api")), report.toString());
-        assertEquals(9, byApp.get("debounce-worker").size(), report.toString());
+        assertEquals(7, byApp.get("debounce-worker").size(), report.toString());
         assertEquals(3, transactions(byApp.get("debounce-worker")), report.toString());
-        assertEquals(15, byApp.get("agent-worker").size(), report.toString());
+        assertEquals(13, byApp.get("agent-worker").size(), report.toString());
         assertEquals(4, transactions(byApp.get("agent-worker")), report.toString());
     }
 

@@ -49,7 +49,8 @@ class ChangelogTest {
             entry("16-session-pacing", "9:21d82f7a8321f3f38f95a372c82d66e3"),
             entry("16-tenant-pacing", "9:5196b1cf7945b6e61d9ff124d1371385"),
             entry("16-turn-cached-tokens", "9:a1a5be297701939b635dfad4ffea91c2"),
-            entry("16-tool-execution-position", "9:172709ed8e27542788f22c3e5e6dccca"));
+            entry("16-tool-execution-position", "9:172709ed8e27542788f22c3e5e6dccca"),
+            entry("18-debounce-timer-records-burst", "9:32b3925a6badc464d09a3caa2fcb7a30"));
 
     static final List<String> ORDER = List.of(
             "1-chat-session",
@@ -73,7 +74,8 @@ class ChangelogTest {
             "16-session-pacing",
             "16-tenant-pacing",
             "16-turn-cached-tokens",
-            "16-tool-execution-position");
+            "16-tool-execution-position",
+            "18-debounce-timer-records-burst");
 
     static List<ChangeSet> changeSets() throws Exception {
         ClassLoaderResourceAccessor resources = new ClassLoaderResourceAccessor();

@@ -117,7 +117,11 @@ class AcceptedEventPublisher implements DisposableBean {
 
     private void send(MessageAcceptance.Accepted accepted) {
         MessageAccepted event = new MessageAccepted(
-                accepted.sessionPk(), accepted.version(), accepted.acceptedAt(), accepted.oldestUnansweredAt());
+                accepted.sessionPk(),
+                accepted.version(),
+                accepted.acceptedAt(),
+                accepted.oldestUnansweredAt(),
+                accepted.policy());
         try {
             kafka.send(Topics.MESSAGE_ACCEPTED, Long.toString(accepted.sessionPk()), EventCodec.encode(event))
                     .whenComplete((result, error) -> {

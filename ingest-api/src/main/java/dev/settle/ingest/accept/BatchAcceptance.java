@@ -241,7 +241,7 @@ final class BatchAcceptance {
             }
             outcomes.add(new Outcome(
                     new MessageAcceptance.Accepted(
-                            s.id, request.sessionId(), item.messageId(), version, at, s.oldest, false),
+                            s.id, request.sessionId(), item.messageId(), version, at, s.oldest, false, s.policy),
                     null));
         }
         if (events.isEmpty()) {
@@ -292,7 +292,7 @@ final class BatchAcceptance {
 
     /** The answer to a replay, as {@link MessageAcceptance} gives it. */
     private static MessageAcceptance.Accepted replay(String sessionId, String messageId, long version) {
-        return new MessageAcceptance.Accepted(0, sessionId, messageId, version, null, null, true);
+        return new MessageAcceptance.Accepted(0, sessionId, messageId, version, null, null, true, null);
     }
 
     /** {@code sql} with its one row {@code first} followed by {@code n - 1} times {@code next}. */

@@ -52,7 +52,8 @@ class FailedTurnRetry {
                                 rs.getLong("version"),
                                 now,
                                 DbTime.instant(rs, "oldest_unanswered_at"),
-                                false);
+                                false,
+                                null);
                     },
                     tenant,
                     sessionId);

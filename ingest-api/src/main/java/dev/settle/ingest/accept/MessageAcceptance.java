@@ -79,7 +79,10 @@ public class MessageAcceptance {
             INSERT INTO chat_message (message_uid, session_id, role, text, version, idempotency_key, body_sha256, created_at)
             VALUES (?, ?, 'user', ?, ?, ?, ?, ?)""";
 
-    /** What the client is told; {@code replay} when an Idempotency-Key answered from the stored message. */
+    /**
+     * What the client is told; {@code replay} when an Idempotency-Key answered from the stored message;
+     * {@code policy} the session's effective policy as the accept read it (null when it read none).
+     */
     public record Accepted(
             long sessionPk,
             String sessionId,
@@ -87,7 +90,8 @@ public class MessageAcceptance {
             long version,
             Instant acceptedAt,
             Instant oldestUnansweredAt,
-            boolean replay) {}
+            boolean replay,
+            String policy) {}
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -231,7 +235,8 @@ public class MessageAcceptance {
                         rs.getLong("version"),
                         DbTime.instant(rs, "created_at"),
                         DbTime.instant(rs, "oldest_unanswered_at"),
-                        false),
+                        false,
+                        null),
                 messageId);
         return rows.isEmpty() ? null : rows.getFirst();
     }
@@ -271,7 +276,15 @@ public class MessageAcceptance {
 
     private Accepted insert(String tenant, MessageRequest request, String messageId) {
         jdbc.update(UPSERT_SESSION, tenant, request.sessionId());
-        record Row(long id, long version, long eventSeq, Instant oldest, Instant now, boolean busy, long unanswered) {}
+        record Row(
+                long id,
+                long version,
+                long eventSeq,
+                Instant oldest,
+                Instant now,
+                String policy,
+                boolean busy,
+                long unanswered) {}
         Row row = jdbc.queryForObject(
                 READ_SESSION,
                 (rs, i) -> new Row(
@@ -280,6 +293,7 @@ public class MessageAcceptance {
                         rs.getLong("event_seq"),
                         DbTime.instant(rs, "oldest_unanswered_at"),
                         DbTime.instant(rs, "last_message_at"),
+                        rs.getString("policy"),
                         "reject".equals(rs.getString("policy"))
                                 && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
                         rs.getLong("unanswered")),
@@ -310,7 +324,8 @@ public class MessageAcceptance {
         // the upsert reserved this event's seq (event_seq + 1) under the row lock it holds until commit
         SessionEvents.insertReserved(
                 jdbc, row.id(), row.eventSeq(), SessionEvents.Event.of("message.accepted", null, event));
-        return new Accepted(row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false);
+        return new Accepted(
+                row.id(), request.sessionId(), messageId, row.version(), row.now(), row.oldest(), false, row.policy());
     }
 
     private Accepted replay(String tenant, MessageRequest request) {
@@ -327,7 +342,8 @@ public class MessageAcceptance {
                             rs.getLong("version"),
                             null,
                             null,
-                            true);
+                            true,
+                            null);
                 },
                 tenant,
                 request.sessionId(),
