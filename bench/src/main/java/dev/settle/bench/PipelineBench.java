@@ -68,7 +68,7 @@ final class PipelineBench {
     }
 
     /**
-     * Per application: SQL statements and transactions (a COMMIT, or a write in autocommit mode) caused by replies,
+     * Per application: SQL statements and transactions (a COMMIT, or a write that committed on its own) caused by replies,
      * per reply; idle polls per second.
      */
     record AppSql(String app, double statementsPerReply, double transactionsPerReply, double idlePerSecond) {}

@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * transactions), counted statement by statement with {@link SqlTrace}: a single message, no tools, a model that
  * answers at once. A statement is the reply's unless a background loop ran it and it found nothing (an idle poll)
  * or it only looked ahead (the timer firer's sleep length): those cost per second, not per reply, and are
- * reported apart. A transaction is a COMMIT or a write in autocommit mode.
+ * reported apart. A transaction is a COMMIT, or a write that committed on its own (autocommit, no START TRANSACTION).
  */
 class ReplyCostTest {
     static SettleSystem settle;
