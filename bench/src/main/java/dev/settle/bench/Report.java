@@ -157,6 +157,7 @@ final class Report {
                 "p50 " + fmt(Load.ms(half, 50)) + " ms, p99 " + fmt(Load.ms(half, 99)) + " ms",
                 "",
                 null);
+        groupCommitHalfLoadGoals(r);
         goal(
                 "2",
                 "Kafka: raw produce rate (acks=all), same broker",
@@ -253,6 +254,7 @@ final class Report {
             achieved.add(new double[] {s.offered(), s.result().rate()});
             ideal.add(new double[] {s.offered(), s.offered()});
         }
+        md.append(groupCommitHalfLoad(r));
         Charts.xy(
                 perf.resolve("ingest-throughput.png"),
                 "Ingest: throughput vs offered load",
@@ -272,6 +274,90 @@ final class Report {
                                 r.kafkaRate() > 2 * sat
                                         ? "not what limits ingest"
                                         : "close to ingest's rate: a candidate limit"));
+    }
+
+    /** Goal 2's latency bound: group commit's accept p99 at half load over the default mode's, in ms. */
+    static final double GROUP_COMMIT_P99_SLACK_MS = 5;
+
+    /** Group commit's accept p99 at the default mode's half-load rate, less the default mode's; NaN if not run. */
+    private static double groupCommitP99Excess(IngestBench.Result r) {
+        return r.half() == null || r.groupCommitHalf() == null
+                ? Double.NaN
+                : Load.ms(r.groupCommitHalf().result().latency(), 99)
+                        - Load.ms(r.half().result().latency(), 99);
+    }
+
+    private void groupCommitHalfLoadGoals(IngestBench.Result r) {
+        double excess = groupCommitP99Excess(r);
+        if (!Double.isNaN(excess)) {
+            goal(
+                    "1",
+                    "group commit: accept p99 at half load ("
+                            + Math.round(r.half().offered()) + "/s, half the default mode's saturation), on − off",
+                    "off " + fmt(Load.ms(r.half().result().latency(), 99)) + " ms, on "
+                            + fmt(Load.ms(r.groupCommitHalf().result().latency(), 99)) + " ms: "
+                            + signed(excess) + " ms",
+                    "≤ +" + fmt(GROUP_COMMIT_P99_SLACK_MS) + " ms",
+                    excess <= GROUP_COMMIT_P99_SLACK_MS);
+        }
+        if (r.groupCommitOwnHalf() != null) {
+            Histogram own = r.groupCommitOwnHalf().result().latency();
+            goal(
+                    "1",
+                    "group commit: accept latency at half its own saturation ("
+                            + Math.round(r.groupCommitOwnHalf().offered()) + "/s)",
+                    "p50 " + fmt(Load.ms(own, 50)) + " ms, p99 " + fmt(Load.ms(own, 99)) + " ms",
+                    "",
+                    null);
+        }
+    }
+
+    private static String signed(double v) {
+        return (v >= 0 ? "+" : "") + fmt(v);
+    }
+
+    /** The ingest section's comparison of the two modes at half load; empty when group commit was not run apart. */
+    private String groupCommitHalfLoad(IngestBench.Result r) {
+        double excess = groupCommitP99Excess(r);
+        if (Double.isNaN(excess)) {
+            return "";
+        }
+        String on = "`" + IngestBench.GROUP_COMMIT + "=true`";
+        StringBuilder s =
+                new StringBuilder("""
+
+                Group commit at half load (open loop, %d s a step like the ladder's, against the group-commit instance
+                measured at saturation above, in its JVM of its own): at the default mode's half-load rate — the
+                operating point an operator compares the two modes at — and at half of group commit's own saturation.
+
+                | mode | offered | achieved | failed | p50 | p99 |
+                |---|---|---|---|---|---|
+                """.formatted(run.options.ladderStage().toSeconds()));
+        s.append(halfRow("`" + IngestBench.GROUP_COMMIT + "=false` (the ladder's half step)", r.half()));
+        s.append(halfRow(on + ", the same offered rate", r.groupCommitHalf()));
+        if (r.groupCommitOwnHalf() != null) {
+            s.append(halfRow(on + ", half its own saturation", r.groupCommitOwnHalf()));
+        }
+        s.append("""
+
+                Accept p99 at %s/s, group commit on − off: **%s ms** (goal ≤ +%s ms: %s).
+                """.formatted(
+                        fmt(r.half().offered()),
+                        signed(excess),
+                        fmt(GROUP_COMMIT_P99_SLACK_MS),
+                        excess <= GROUP_COMMIT_P99_SLACK_MS ? "met" : "**missed**"));
+        return s.toString();
+    }
+
+    private static String halfRow(String mode, IngestBench.Step s) {
+        return "| %s | %s/s | %s/s | %d | %s ms | %s ms |\n"
+                .formatted(
+                        mode,
+                        fmt(s.offered()),
+                        fmt(s.result().rate()),
+                        s.result().failed(),
+                        fmt(Load.ms(s.result().latency(), 50)),
+                        fmt(Load.ms(s.result().latency(), 99)));
     }
 
     private static String stageRow(String name, Load.Result r, IngestBench.Cpu cpu, double statements) {
