@@ -99,6 +99,9 @@ final class Report {
         if (run.strategies != null) {
             strategies(run.strategies);
         }
+        if (run.streams != null) {
+            streams(run.streams);
+        }
         profiles();
         return md.toString();
     }
@@ -358,6 +361,96 @@ final class Report {
                         s.result().failed(),
                         fmt(Load.ms(s.result().latency(), 50)),
                         fmt(Load.ms(s.result().latency(), 99)));
+    }
+
+    /** Goal 6's bounds for idle streams (one core's share, statements/s) and a delta's delivery p99 (ms). */
+    static final double STREAMS_IDLE_CORE = 0.05;
+
+    static final double STREAMS_IDLE_STATEMENTS = 20;
+    static final double STREAMS_DELTA_P99_MS = 100;
+
+    private void streams(StreamBench.Result r) {
+        StreamBench.Window idle = r.idle();
+        StreamBench.Window none = r.none();
+        String n = "%,d".formatted(r.streams());
+        goal(
+                "7",
+                "event streams: " + n + " idle open streams, CPU of the ingest-api JVM",
+                fmt2(idle.serviceCores() * 100) + " % of one core (no stream open: " + fmt2(none.serviceCores() * 100)
+                        + " %; MariaDB " + fmt2(idle.dbCores() * 100) + " %)",
+                "≤ " + fmt(STREAMS_IDLE_CORE * 100) + " % of one core",
+                idle.serviceCores() <= STREAMS_IDLE_CORE);
+        goal(
+                "7",
+                "event streams: " + n + " idle open streams, SQL statements/s",
+                fmt(idle.statementsPerSecond()) + "/s (no stream open: " + fmt(none.statementsPerSecond()) + "/s)",
+                "≤ " + fmt(STREAMS_IDLE_STATEMENTS) + "/s",
+                idle.statementsPerSecond() <= STREAMS_IDLE_STATEMENTS);
+        goal(
+                "7",
+                "event streams: a delta's commit → its client, " + n + " streams open",
+                "p50 " + fmt(Load.ms(r.fromCommit(), 50)) + " ms, p99 " + fmt(Load.ms(r.fromCommit(), 99)) + " ms ("
+                        + r.deltas() + " deltas, " + r.lost() + " lost)",
+                "p99 ≤ " + fmt(STREAMS_DELTA_P99_MS) + " ms",
+                r.lost() == 0 && Load.ms(r.fromCommit(), 99) <= STREAMS_DELTA_P99_MS);
+        md.append("## 7. Event streams\n\n");
+        md.append("""
+                One ingest-api in a JVM of its own (`-Xmx%s`, default settings but `SETTLE_EVENTS_MAXPERTENANT=%d`: one
+                tenant's streams, and the per-tenant limit is a policy, not a capacity) and %s sessions. The SSE clients
+                run in the bench's JVM, one HTTP/1.1 connection each, opened %d at a time (%s s for all). Windows: at
+                rest with no stream open, then with every stream open and idle, %d s after the last one opened; the
+                idle window spans the keep-alive interval (15 s), so each stream's keep-alive is in it. Statements: the
+                server's `Questions` counter (only the bench uses this server); CPU from `/proc/<pid>/stat`.
+
+                | | window | SQL statements/s | ingest-api JVM, %% of one core | MariaDB, %% of one core |
+                |---|---|---|---|---|
+                | no stream open | %s s | %s | %s | %s |
+                | %s idle open streams | %s s | %s | %s | %s |
+
+                While idle the clients read %d events (none expected) and %d keep-alive comments.
+
+                Deltas: %d `reply.delta` events appended one after another the way the agent appends them (one
+                transaction each, from the bench's JVM), each to a stream picked at random, after exponential gaps of
+                mean %s ms (so commits fall at any moment of the 50 ms poll interval), all %s streams open. Latency: the
+                client's reading of the event (wall clock) − the event row's `created_at` (database clock, written inside
+                the committing transaction, so the commit is counted); the same machine's clock on both sides.
+
+                | | deltas | lost | p50 | p99 | max |
+                |---|---|---|---|---|---|
+                | commit → client | %d | %d | %s ms | %s ms | %s ms |
+                | commit returned to the writer → client | %d | %d | %s ms | %s ms | %s ms |
+
+                """.formatted(
+                        IngestBench.SERVICE_HEAP,
+                        r.streams(),
+                        n,
+                        StreamBench.OPENING,
+                        fmt(r.openSeconds()),
+                        StreamBench.settle(run.options).toSeconds(),
+                        fmt(none.seconds()),
+                        fmt(none.statementsPerSecond()),
+                        fmt2(none.serviceCores() * 100),
+                        fmt2(none.dbCores() * 100),
+                        n,
+                        fmt(idle.seconds()),
+                        fmt(idle.statementsPerSecond()),
+                        fmt2(idle.serviceCores() * 100),
+                        fmt2(idle.dbCores() * 100),
+                        r.eventsWhileIdle(),
+                        r.keepAlives(),
+                        r.deltas(),
+                        fmt(1000 / r.deltaRate()),
+                        n,
+                        r.deltas(),
+                        r.lost(),
+                        fmt(Load.ms(r.fromCommit(), 50)),
+                        fmt(Load.ms(r.fromCommit(), 99)),
+                        fmt(r.fromCommit().getMaxValue() / 1000.0),
+                        r.deltas(),
+                        r.lost(),
+                        fmt(Load.ms(r.fromReturn(), 50)),
+                        fmt(Load.ms(r.fromReturn(), 99)),
+                        fmt(r.fromReturn().getMaxValue() / 1000.0)));
     }
 
     private static String stageRow(String name, Load.Result r, IngestBench.Cpu cpu, double statements) {
@@ -815,6 +908,9 @@ final class Report {
             if (run.ingest.groupCommit() != null) {
                 all.add(run.ingest.groupCommit().profile());
             }
+        }
+        if (run.streams != null) {
+            all.add(run.streams.profile());
         }
         if (run.pipeline != null) {
             all.add(run.pipeline.overhead().profile());
