@@ -1,5 +1,6 @@
 package dev.settle.bench;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionEvents;
 import org.HdrHistogram.Histogram;
@@ -59,6 +60,9 @@ final class StreamBench {
 
     static final Duration WAIT = Duration.ofSeconds(10);
 
+    /** Deltas a second, on average: one stream's share of a reply streamed in 50 ms batches. */
+    static final double DELTA_RATE = 20;
+
     /** Statements/s, cores of the ingest JVM and of MariaDB over a window of {@code seconds}. */
     record Window(double seconds, double statementsPerSecond, double serviceCores, double dbCores) {}
 
@@ -87,7 +91,6 @@ final class StreamBench {
         Duration settle = settle(o);
         Duration window = o.quick() ? KEEP_ALIVE : KEEP_ALIVE.multipliedBy(2);
         int deltas = o.quick() ? 200 : 1000;
-        double deltaRate = 20;
         try (Infra.Scenario s = infra.new Scenario("streams", Map.of())) {
             Map<String, Object> props = new LinkedHashMap<>(s.shared);
             props.put("server.port", "0");
@@ -95,8 +98,8 @@ final class StreamBench {
             // one tenant's 1,000 streams: the per-tenant limit (100 by default) is a policy, not a capacity
             props.put("settle.events.max-per-tenant", Integer.toString(STREAMS));
             Bench.log("streams: starting ingest-api in its own JVM");
-            try (Child ingest = new Child("ingest", IngestBench.SERVICE_HEAP, props)) {
-                var pool = IngestBench.samePool(s.jdbcUrl);
+            try (Child ingest = new Child("ingest", IngestBench.SERVICE_HEAP, props);
+                    HikariDataSource pool = IngestBench.samePool(s.jdbcUrl)) {
                 JdbcTemplate jdbc = new JdbcTemplate(pool);
                 TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(pool));
                 long[] pks = sessions(jdbc);
@@ -127,7 +130,7 @@ final class StreamBench {
 
                     Histogram fromCommit = Load.micros();
                     Histogram fromReturn = Load.micros();
-                    int lost = deltas(tx, jdbc, pks, clients, deltas, deltaRate, fromCommit, fromReturn);
+                    int lost = deltas(tx, jdbc, pks, clients, deltas, fromCommit, fromReturn);
                     Bench.log("streams: " + deltas + " deltas, " + lost + " lost; commit → client p50 "
                             + fmt(Load.ms(fromCommit, 50)) + " ms, p99 " + fmt(Load.ms(fromCommit, 99))
                             + " ms; load " + Bench.loadAverage());
@@ -138,7 +141,7 @@ final class StreamBench {
                             idle,
                             eventsWhileIdle,
                             keepAlives,
-                            deltaRate,
+                            DELTA_RATE,
                             fromCommit,
                             fromReturn,
                             deltas,
@@ -149,7 +152,6 @@ final class StreamBench {
                         st.close();
                     }
                     clients.http.shutdownNow();
-                    pool.close();
                 }
             }
         }
@@ -192,7 +194,7 @@ final class StreamBench {
 
     /**
      * Appends {@code n} deltas one after another, each to a random stream's session after an exponential gap of mean
-     * {@code 1/rate} (so commits fall at any moment of the poll interval), then waits for every client; records
+     * {@code 1/}{@value #DELTA_RATE} s (so commits fall at any moment of the poll interval), then waits for every client; records
      * commit → client and commit returned → client. Returns the deltas no client read within {@link #WAIT}.
      */
     private static int deltas(
@@ -201,7 +203,6 @@ final class StreamBench {
             long[] pks,
             Clients clients,
             int n,
-            double rate,
             Histogram fromCommit,
             Histogram fromReturn)
             throws InterruptedException {
@@ -209,7 +210,7 @@ final class StreamBench {
         Map<String, Instant> returned = new LinkedHashMap<>();
         ThreadLocalRandom random = ThreadLocalRandom.current();
         for (int d = 0; d < n; d++) {
-            Load.sleep(Duration.ofNanos((long) (-Math.log(1 - random.nextDouble()) / rate * 1e9)));
+            Load.sleep(Duration.ofNanos((long) (-Math.log(1 - random.nextDouble()) / DELTA_RATE * 1e9)));
             int i = random.nextInt(pks.length);
             long seq = tx.execute(st -> {
                 SessionEvents.append(
