@@ -329,7 +329,7 @@ final class Report {
     }
 
     private static String signed(double v) {
-        return (v >= 0 ? "+" : "") + fmt(v);
+        return (v >= 0 ? "+" : "−") + fmt(Math.abs(v));
     }
 
     /** The ingest section's comparison of the two modes at half load; empty when group commit was not run apart. */
