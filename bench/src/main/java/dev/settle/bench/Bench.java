@@ -16,7 +16,7 @@ import java.util.Set;
  * infrastructure against the HTTP model double and writes {@code docs/PERFORMANCE.md} and {@code docs/perf/*.png}.
  *
  * <p>Options: {@code --quick} (small sizes, under 3 minutes), {@code --model-latency uniform:MIN_MS:MAX_MS|fixed:MS}
- * (default uniform:2000:6000), {@code --only ingest,timers,pipeline,strategies,inflight}, {@code --set key=value} (a property
+ * (default uniform:2000:6000), {@code --only ingest,streams,timers,pipeline,strategies,inflight}, {@code --set key=value} (a property
  * every application gets, child JVMs included, repeatable), {@code --no-profile}, {@code --out DIR} (default docs),
  * {@code --inflight-big LEVEL:MODEL_MS} (the in-flight figure's large level; the full run's is 10000:60000, the quick
  * run has none).
@@ -237,6 +237,7 @@ public final class Bench {
         double secondsTaken;
         List<String> loads = new ArrayList<>();
         IngestBench.Result ingest;
+        StreamBench.Result streams;
         TimerBench.Result timers;
         PipelineBench.Result pipeline;
         StrategyBench.Result strategies;
@@ -260,6 +261,10 @@ public final class Bench {
             if (o.runs("ingest")) {
                 run.loads.add("before ingest: " + loadAverage());
                 run.ingest = IngestBench.run(infra, o);
+            }
+            if (o.runs("streams")) {
+                run.loads.add("before streams: " + loadAverage());
+                run.streams = StreamBench.run(infra, o);
             }
             if (o.runs("timers")) {
                 run.loads.add("before timers: " + loadAverage());

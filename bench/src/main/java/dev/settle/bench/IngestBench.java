@@ -40,6 +40,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>Offered-load ladder (open loop, latency from the intended send time): fractions of the saturation rate.</li>
  *   <li>Bare accept: the same clients against {@link dev.settle.bench.bare.BareAcceptApp} in a JVM of its own
  *       (same heap), the two raw statements behind Spring MVC: what the stack alone costs.</li>
+ *   <li>Group commit ({@value #GROUP_COMMIT}{@code =true}, unless the run's default mode has it already) in a JVM
+ *       of its own: saturation as above, then the open loop at the default mode's half-load rate (the operating
+ *       point an operator compares the two modes at: same offered rate, same step length) and at half of its own
+ *       saturation.</li>
  * </ol>
  *
  * <p>Every stage reports the CPU of each process: the service JVM and MariaDB's {@code mariadbd} from
@@ -64,6 +68,8 @@ final class IngestBench {
             Cpu rawCpu,
             Cpu bareCpu,
             Stage groupCommit,
+            Step groupCommitHalf,
+            Step groupCommitOwnHalf,
             Profiler.Profile profile,
             Profiler.Profile rawProfile,
             Profiler.Profile bareProfile,
@@ -192,15 +198,11 @@ final class IngestBench {
             List<Step> ladder = new ArrayList<>();
             Step half = null;
             for (double f : o.ladder()) {
-                double rate = Math.max(1, saturation.rate() * f);
-                Load.Result r = Load.openLoop(rate, o.ladderStage(), 4000, accept);
-                Step step = new Step(rate, r);
+                Step step = step("", Math.max(1, saturation.rate() * f), accept, o);
                 ladder.add(step);
-                if (f == 0.5) {
+                if (f == HALF) {
                     half = step;
                 }
-                Bench.log("ingest: offered " + Math.round(rate) + "/s → " + Math.round(r.rate()) + "/s, p50 "
-                        + fmt(Load.ms(r.latency(), 50)) + " ms, p99 " + fmt(Load.ms(r.latency(), 99)) + " ms");
             }
             ingest.close();
 
@@ -221,11 +223,17 @@ final class IngestBench {
                 bare = measure("bare accept", "ingest-bare-accept", bareApp, infra, jdbc, accept, statuses, o);
             }
             Stage gc = null;
+            Step gcHalf = null;
+            Step gcOwnHalf = null;
             try (Child gcApp = gcChild) {
                 if (gcApp != null) {
                     target[0] = gcApp.base();
                     gc = measure(
                             "saturation, group commit", "ingest-group-commit", gcApp, infra, jdbc, accept, statuses, o);
+                    if (half != null) {
+                        gcHalf = step("group commit, ", half.offered(), accept, o);
+                    }
+                    gcOwnHalf = step("group commit, ", Math.max(1, gc.result().rate() * HALF), accept, o);
                 }
             }
             pool.close();
@@ -245,12 +253,25 @@ final class IngestBench {
                     rawCpu,
                     bare.cpu(),
                     gc,
+                    gcHalf,
+                    gcOwnHalf,
                     profile,
                     rawProfile,
                     bare.profile(),
                     satIdle,
                     bare.idleCores());
         }
+    }
+
+    /** The ladder's step that goal 2 compares the modes at: half of the saturation rate. */
+    static final double HALF = 0.5;
+
+    /** One open-loop step of the ladder's length at {@code rate} against the current target. */
+    private static Step step(String label, double rate, Load.Op accept, Bench.Options o) throws InterruptedException {
+        Load.Result r = Load.openLoop(rate, o.ladderStage(), 4000, accept);
+        Bench.log("ingest: " + label + "offered " + Math.round(rate) + "/s → " + Math.round(r.rate()) + "/s, p50 "
+                + fmt(Load.ms(r.latency(), 50)) + " ms, p99 " + fmt(Load.ms(r.latency(), 99)) + " ms");
+        return new Step(rate, r);
     }
 
     private static Child child(String service, Map<String, Object> props) {

