@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
@@ -32,12 +34,13 @@ final class EndToEndBench {
     private static final double MIN_RATE = 5;
 
     /**
-     * What the stage's phases last: the warm-up at the probe rate, each probe round (at the rate the previous round
-     * chose), settling at the chosen rate, the measured window, the rest after everything was answered; at most
+     * What the stage's phases last: the warm-up (until {@code warmAnswers} were answered, at most {@code warmup}),
+     * each probe round (the first at half the warm-up's rate, the others at the rate the previous round chose),
+     * settling at the chosen rate, the measured window, the rest after everything was answered; at most
      * {@code maxSettle} more for a backlog to drain before a window opens.
      */
     private record Phases(
-            double probeRate,
+            long warmAnswers,
             Duration warmup,
             int probeRounds,
             Duration probe,
@@ -48,8 +51,8 @@ final class EndToEndBench {
         static Phases of(boolean quick) {
             return quick
                     ? new Phases(
-                            20,
-                            Duration.ofSeconds(10),
+                            1500,
+                            Duration.ofSeconds(30),
                             2,
                             Duration.ofSeconds(5),
                             Duration.ofSeconds(4),
@@ -57,8 +60,8 @@ final class EndToEndBench {
                             Duration.ofSeconds(2),
                             Duration.ofSeconds(15))
                     : new Phases(
-                            20,
-                            Duration.ofSeconds(30),
+                            6000,
+                            Duration.ofSeconds(120),
                             2,
                             Duration.ofSeconds(10),
                             Duration.ofSeconds(15),
@@ -91,6 +94,7 @@ final class EndToEndBench {
             double otherCores,
             double windowCapacity,
             long acceptedInWindow,
+            long warmAnswers,
             long unansweredAtRest,
             int cores,
             String load,
@@ -165,12 +169,11 @@ final class EndToEndBench {
         all.putAll(others);
         int cores = Runtime.getRuntime().availableProcessors();
 
-        Bench.log("end to end: warm-up at " + ph.probeRate() + "/s for "
-                + ph.warmup().toSeconds() + " s");
-        driver.run(ph.probeRate(), ph.warmup());
+        double warmRate = driver.warm(ph.warmAnswers(), ph.warmup());
+        Bench.log("end to end: warmed up at " + IngestBench.fmt(warmRate) + " answered/s");
         // each round estimates what the machine answers at the rate the previous one chose (fixed costs weigh less
         // per message at a higher rate, so a low rate underestimates it); a round at most doubles the rate
-        double rate = ph.probeRate();
+        double rate = Math.max(MIN_RATE, Math.round(warmRate / 2));
         double capacity = Double.NaN;
         for (int round = 0; round < ph.probeRounds(); round++) {
             driver.settle(rate, Duration.ZERO, ph.maxSettle());
@@ -226,6 +229,7 @@ final class EndToEndBench {
                 w.otherCores(cores),
                 w.capacity(cores),
                 w.accepted(),
+                ph.warmAnswers(),
                 unansweredAtRest,
                 cores,
                 load,
@@ -351,6 +355,8 @@ final class EndToEndBench {
     private static final class Driver {
         /** Messages in flight in a steady state: the debounce window (1.5 s by default) and the rest of a reply. */
         private static final double STEADY_BACKLOG_SECONDS = 3;
+        /** Messages in flight during the warm-up: about 100/s through the debounce window at most. */
+        private static final int WARM_IN_FLIGHT = 160;
 
         private final String base;
         private final Hooks hooks;
@@ -377,11 +383,41 @@ final class EndToEndBench {
         }
 
         void run(double rate, Duration d) throws InterruptedException {
-            Load.paced(rate, Math.round(rate * d.toNanos() / 1e9), i -> {
-                String sid = "e2e-" + sent.getAndIncrement();
-                int status = Load.post(base, sid, "sid=" + sid + " lunch 35");
-                (status == 202 ? accepted : refused).incrementAndGet();
-            });
+            Load.paced(rate, Math.round(rate * d.toNanos() / 1e9), i -> post(sent.getAndIncrement()));
+        }
+
+        /**
+         * After a first reply, warms the JVMs up as fast as the answers come, never more than {@value #WARM_IN_FLIGHT} messages sent and
+         * not yet answered (so a slow machine is not overrun), until {@code answers} more were answered or {@code max}
+         * has passed; returns the answered rate.
+         */
+        double warm(long answers, Duration max) throws InterruptedException {
+            // the first reply waits for the consumers' partitions and the topics' creation: not part of the warm-up
+            post(sent.getAndIncrement());
+            long firstDeadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            while (hooks.distinct(Hooks.REPLY) == 0 && System.nanoTime() < firstDeadline) {
+                Thread.sleep(20);
+            }
+            long start = System.nanoTime();
+            long deadline = start + max.toNanos();
+            long from = hooks.distinct(Hooks.REPLY);
+            try (ExecutorService ex = Executors.newVirtualThreadPerTaskExecutor()) {
+                while (hooks.distinct(Hooks.REPLY) - from < answers && System.nanoTime() < deadline) {
+                    if (sent.get() - refused.get() - hooks.distinct(Hooks.REPLY) < WARM_IN_FLIGHT) {
+                        long n = sent.getAndIncrement();
+                        ex.execute(() -> post(n));
+                    } else {
+                        Thread.sleep(2);
+                    }
+                }
+            }
+            return (hooks.distinct(Hooks.REPLY) - from) / ((System.nanoTime() - start) / 1e9);
+        }
+
+        private void post(long n) {
+            String sid = "e2e-" + n;
+            int status = Load.post(base, sid, "sid=" + sid + " lunch 35");
+            (status == 202 ? accepted : refused).incrementAndGet();
         }
     }
 }

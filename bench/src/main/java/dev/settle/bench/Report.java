@@ -790,7 +790,8 @@ final class Report {
 
                 Open loop: one message on a fresh session each, at %d/s = %s of what the machine answers as probed
                 (%d/s: of its %d cores, those other work leaves free / CPU per answered message of every process here,
-                the bench's included, in probe rounds at rising rates after the warm-up); by the measured window's own
+                the bench's included, JIT compilation left out, in probe rounds after a warm-up of up to %d replies
+                sent as fast as they are answered); by the measured window's own
                 CPU the machine answers %d/s, so the load was %s of that. An
                 answered message is a distinct `reply.created` webhook acknowledged by the receiver. CPU per answered
                 message = each process's CPU time (`/proc/<pid>/stat`) over the measured window (%s s, after the
@@ -808,6 +809,7 @@ final class Report {
                         Math.round(EndToEndBench.LOAD_SHARE * 100) + " %",
                         Math.round(r.capacity()),
                         r.cores(),
+                        r.warmAnswers(),
                         Math.round(r.windowCapacity()),
                         Math.round(100 * r.answeredRate() / r.windowCapacity()) + " %",
                         fmt(r.seconds()),
