@@ -51,8 +51,8 @@ final class EndToEndBench {
         static Phases of(boolean quick) {
             return quick
                     ? new Phases(
-                            1500,
-                            Duration.ofSeconds(30),
+                            1000,
+                            Duration.ofSeconds(20),
                             2,
                             Duration.ofSeconds(5),
                             Duration.ofSeconds(4),

