@@ -16,7 +16,7 @@ import java.util.Set;
  * infrastructure against the HTTP model double and writes {@code docs/PERFORMANCE.md} and {@code docs/perf/*.png}.
  *
  * <p>Options: {@code --quick} (small sizes, under 3 minutes), {@code --model-latency uniform:MIN_MS:MAX_MS|fixed:MS}
- * (default uniform:2000:6000), {@code --only ingest,streams,timers,pipeline,strategies,inflight}, {@code --set key=value} (a property
+ * (default uniform:2000:6000), {@code --only ingest,streams,timers,pipeline,strategies,inflight,endtoend}, {@code --set key=value} (a property
  * every application gets, child JVMs included, repeatable), {@code --no-profile}, {@code --out DIR} (default docs),
  * {@code --inflight-big LEVEL:MODEL_MS} (the in-flight figure's large level; the full run's is 10000:60000, the quick
  * run has none).
@@ -242,6 +242,7 @@ public final class Bench {
         PipelineBench.Result pipeline;
         StrategyBench.Result strategies;
         InFlightBench.Result inflight;
+        EndToEndBench.Result endToEnd;
     }
 
     private Bench() {}
@@ -281,6 +282,10 @@ public final class Bench {
             if (o.runs("inflight")) {
                 run.loads.add("before in-flight: " + loadAverage());
                 run.inflight = InFlightBench.run(infra, o);
+            }
+            if (o.runs("endtoend")) {
+                run.loads.add("before end to end: " + loadAverage());
+                run.endToEnd = EndToEndBench.run(infra, o);
             }
             run.loads.add("at the end: " + loadAverage());
         }

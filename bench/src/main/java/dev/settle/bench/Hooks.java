@@ -15,7 +15,13 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 final class Hooks implements AutoCloseable {
     record Hook(String webhookId, String sid, long coversVersion, long receivedNanos, boolean signed, String type) {}
 
+    /** The webhook type of an answered message. */
+    static final String REPLY = "reply.created";
+
     final WebhookReceiver receiver = WebhookReceiver.start();
+    /** Distinct webhook-ids acknowledged, by type (a retried delivery keeps its id and counts once). */
+    private final Map<String, java.util.Set<String>> idsByType = new ConcurrentHashMap<>();
+
     private final Map<String, ConcurrentLinkedQueue<Hook>> bySid = new ConcurrentHashMap<>();
 
     Hooks() {
@@ -25,6 +31,9 @@ final class Hooks implements AutoCloseable {
                 String sid = d.json().path("data").path("sessionId").asString();
                 long covers = d.json().path("data").path("coversVersion").asLong();
                 boolean signed = d.webhookSignature() == null || WebhookReceiver.verify(Infra.WEBHOOK_SECRET, d);
+                idsByType
+                        .computeIfAbsent(d.json().path("type").asString(), k -> ConcurrentHashMap.newKeySet())
+                        .add(d.webhookId());
                 bySid.computeIfAbsent(sid, k -> new ConcurrentLinkedQueue<>())
                         .add(new Hook(
                                 d.webhookId(),
@@ -45,6 +54,12 @@ final class Hooks implements AutoCloseable {
     List<Hook> of(String sid) {
         ConcurrentLinkedQueue<Hook> q = bySid.get(sid);
         return q == null ? List.of() : List.copyOf(q);
+    }
+
+    /** Distinct webhooks of {@code type} acknowledged so far. */
+    long distinct(String type) {
+        java.util.Set<String> ids = idsByType.get(type);
+        return ids == null ? 0 : ids.size();
     }
 
     /** The first reply that covers {@code version}, or null. */

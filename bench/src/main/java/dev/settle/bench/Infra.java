@@ -40,6 +40,11 @@ final class Infra implements AutoCloseable {
         this.db = EmbeddedMariaDb.start(home.resolve("mariadb"), 0);
     }
 
+    /** A fresh database on the run's server, named after {@code name}; its JDBC URL. */
+    String database(String name) {
+        return db.createDatabase("bench_" + (++databases) + "_" + name);
+    }
+
     /** A scenario: its own database, its own broker, the applications it starts. */
     final class Scenario implements AutoCloseable {
         final String jdbcUrl;
@@ -48,7 +53,7 @@ final class Infra implements AutoCloseable {
         private final AppLauncher apps;
 
         Scenario(String name, Map<String, Object> settings) {
-            jdbcUrl = db.createDatabase("bench_" + (++databases) + "_" + name);
+            jdbcUrl = database(name);
             kafka = EmbeddedKafka.start(0);
             shared.put("spring.datasource.url", jdbcUrl);
             shared.put("spring.kafka.bootstrap-servers", kafka.bootstrapServers());
@@ -115,15 +120,49 @@ final class Infra implements AutoCloseable {
                 .orElse(-1.0);
     }
 
+    /** The MariaDB server's process id; -1 if unknown. */
+    long dbPid() {
+        return EmbeddedMariaDb.serversOn(home.resolve("mariadb")).stream()
+                .findFirst()
+                .map(ProcessHandle::pid)
+                .orElse(-1L);
+    }
+
+    /**
+     * CPU seconds (user + system) the JIT compiler threads ({@code C1/C2 CompilerThread}) of a JVM have used so far;
+     * 0 for a process without them.
+     */
+    static double jitCpuSeconds(long pid) {
+        double sum = 0;
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+            for (Path task : tasks.toList()) {
+                try {
+                    String comm = Files.readString(task.resolve("comm")).trim();
+                    if (comm.startsWith("C1 CompilerThre") || comm.startsWith("C2 CompilerThre")) {
+                        sum += ticks(Files.readString(task.resolve("stat"))) / 100.0;
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // the thread ended
+                }
+            }
+        } catch (IOException e) {
+            return 0;
+        }
+        return sum;
+    }
+
     static double cpuSeconds(long pid) {
         try {
-            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime
-            return ticks / 100.0;
+            return ticks(Files.readString(Path.of("/proc/" + pid + "/stat"))) / 100.0;
         } catch (IOException | RuntimeException e) {
             return -1;
         }
+    }
+
+    /** utime + stime, in clock ticks, of a {@code /proc/.../stat} line. */
+    private static long ticks(String stat) {
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
     }
 
     /** Statements the MariaDB server has executed so far (all databases; only the bench uses this server). */

