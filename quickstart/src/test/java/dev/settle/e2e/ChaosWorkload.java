@@ -151,12 +151,12 @@ final class ChaosWorkload {
             r = timedPost(s, text, idempotencyKey);
         }
         // 100 messages unanswered (the long run's overloaded machine lags that far behind a fast typist):
-        // nothing was stored; a client waits for the answers and sends again. If the last turn failed (the model was
-        // down), the client was told so (reply.failed) and asks for the answer again, as the quiesce step does:
-        // otherwise the session waits for a new message that the limit refuses.
+        // nothing was stored; a client waits for the answers and sends again. When the refusal says the last turn
+        // failed (the model was down), nothing answers the session until a retry: the client asks for one, as the
+        // quiesce step does
         for (int retry = 0; r.status() == 429 && r.body().contains("too-many-unanswered") && retry < 150; retry++) {
             unansweredRefusals.incrementAndGet();
-            if (settle.postPath("/v1/sessions/" + s + "/retry") == 202) {
+            if (r.body().contains("last turn failed") && settle.postPath("/v1/sessions/" + s + "/retry") == 202) {
                 failedTurnRetries.incrementAndGet();
             }
             sleep(2000);
