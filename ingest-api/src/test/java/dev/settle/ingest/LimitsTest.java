@@ -63,6 +63,19 @@ class LimitsTest {
                         .get("version")
                         .asLong());
 
+        assertTrue(refused.body().contains("retry when it has answered"), refused.body());
+
+        // a session whose last turn failed is answered by nothing until a retry: the refusal says so, not "wait"
+        app.jdbc.update("UPDATE chat_session SET failed_version = version WHERE external_id = ?", s);
+        String failedBefore = app.fingerprint();
+        HttpResponse<String> failed =
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"still there?\"}");
+        assertEquals(429, failed.statusCode(), failed.body());
+        assertTrue(failed.body().contains("too-many-unanswered"), failed.body());
+        assertTrue(failed.body().contains("its last turn failed: POST /v1/sessions/{sessionId}/retry"), failed.body());
+        assertEquals(failedBefore, app.fingerprint(), "nothing stored");
+        app.jdbc.update("UPDATE chat_session SET failed_version = 0 WHERE external_id = ?", s);
+
         // answering frees the session: one more fits again
         app.jdbc.update("UPDATE chat_session SET replied_version = 1 WHERE external_id = ?", s);
         assertEquals(
@@ -74,7 +87,8 @@ class LimitsTest {
         HttpResponse<String> created = app.call("POST", "/v1/admin/tenants", IngestApp.ADMIN_KEY, "{\"id\":\"other\"}");
         String other = JSON.readTree(created.body()).get("apiKey").get("key").asString();
 
-        // 103 requests so far (100 + refused + read + fits); the default tenant's bucket of 150 runs dry
+        // 104 requests so far (100 + refused + read + refused after the failure + fits); the default tenant's bucket of
+        // 150 runs dry
         int ok = 0;
         HttpResponse<String> limited = null;
         for (int i = 0; i < 60 && limited == null; i++) {
@@ -86,7 +100,7 @@ class LimitsTest {
             }
         }
         assertTrue(limited != null, "the rate limit never hit");
-        assertEquals(47, ok, "exactly the rest of the burst passed");
+        assertEquals(46, ok, "exactly the rest of the burst passed");
         assertTrue(limited.body().contains("rate-limited"), limited.body());
         assertTrue(Long.parseLong(limited.headers().firstValue("Retry-After").orElse("0")) > 100);
         assertEquals(

@@ -250,6 +250,9 @@ class ChaosRunTest {
         sb.append("| 429 answers waited out by the client (100 unanswered in the session) | ")
                 .append(w.unansweredRefusals.get())
                 .append(" |\n");
+        sb.append("| failed turns answered again by the client while its messages were refused | ")
+                .append(w.failedTurnRetries.get())
+                .append(" |\n");
         sb.append("| bookings (side-effecting tool calls intended) | ")
                 .append(w.bookingsPerSession.values().stream()
                         .mapToInt(Integer::intValue)

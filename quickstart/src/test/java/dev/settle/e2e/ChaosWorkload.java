@@ -35,6 +35,11 @@ final class ChaosWorkload {
     final AtomicInteger serverRetries = new AtomicInteger();
     /** 429 answers (100 unanswered messages in the session) that the client waited out and retried. */
     final AtomicInteger unansweredRefusals = new AtomicInteger();
+    /**
+     * Failed turns the client had answered again ({@code POST /retry} answered 202) while its messages were refused:
+     * a session whose last turn failed waits for a new message or a retry, and a refused message is not new.
+     */
+    final AtomicInteger failedTurnRetries = new AtomicInteger();
     /** One POST attempt: its session, its answer's status, when it started (System.nanoTime) and how long it took. */
     record Post(String sessionId, int status, long startNanos, long nanos) {
         long millis() {
@@ -146,18 +151,56 @@ final class ChaosWorkload {
             r = timedPost(s, text, idempotencyKey);
         }
         // 100 messages unanswered (the long run's overloaded machine lags that far behind a fast typist):
-        // nothing was stored; a client waits for the answers and sends again
+        // nothing was stored; a client waits for the answers and sends again. When the refusal says the last turn
+        // failed (the model was down), nothing answers the session until a retry: the client asks for one, as the
+        // quiesce step does
         for (int retry = 0; r.status() == 429 && r.body().contains("too-many-unanswered") && retry < 150; retry++) {
             unansweredRefusals.incrementAndGet();
+            if (r.body().contains("last turn failed") && settle.postPath("/v1/sessions/" + s + "/retry") == 202) {
+                failedTurnRetries.incrementAndGet();
+            }
             sleep(2000);
             r = timedPost(s, text, idempotencyKey);
         }
         if (r.status() != 202) {
-            throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body());
+            throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body() + "\n" + state(s));
         }
         Accepted a = new Accepted(
                 s, r.json().get("version").asLong(), r.json().get("messageId").asString(), text);
         accepted.putIfAbsent(a.messageId(), a);
+    }
+
+    /** The session as the agents see it (its row, its timer, its last turns): stuck or slow, for a failure message. */
+    private String state(String s) {
+        StringBuilder sb = new StringBuilder("session ").append(s).append(" at ");
+        try {
+            sb.append(settle.jdbc.queryForObject("SELECT UTC_TIMESTAMP(6)", String.class));
+            settle.jdbc
+                    .queryForList("""
+                    SELECT id, version, replied_version, failed_version, oldest_unanswered_at, last_message_at,
+                           lease_token, lease_epoch, lease_expires_at
+                      FROM chat_session WHERE external_id = ?""", s)
+                    .forEach(row -> sb.append("\n  session ").append(row));
+            settle.jdbc
+                    .queryForList("""
+                    SELECT d.* FROM debounce_timer d JOIN chat_session s ON s.id = d.session_id
+                     WHERE s.external_id = ?""", s)
+                    .forEach(row -> sb.append("\n  timer ").append(row));
+            settle.jdbc
+                    .queryForList("""
+                    SELECT b.* FROM session_burst b JOIN chat_session s ON s.id = b.session_id
+                     WHERE s.external_id = ?""", s)
+                    .forEach(row -> sb.append("\n  burst ").append(row));
+            settle.jdbc
+                    .queryForList("""
+                    SELECT t.id, t.state, t.from_version, t.to_version, t.lease_epoch, t.reason, t.started_at, t.ended_at
+                      FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ? ORDER BY t.id DESC LIMIT 8""", s)
+                    .forEach(row -> sb.append("\n  turn ").append(row));
+        } catch (RuntimeException e) {
+            sb.append("\n  (state unreadable: ").append(e).append(')');
+        }
+        return sb.toString();
     }
 
     private ApiResult timedPost(String s, String text, String idempotencyKey) {

@@ -54,9 +54,8 @@ public class SessionLease {
      * A renewal never waits for a row lock: it first locks, per 500 leases, the rows that are still ours, live and
      * not locked by anyone right now ({@code SKIP LOCKED}), then renews exactly those ({@link #RENEW_ALL}, on rows
      * it already holds), in one short transaction. A row held for a moment (a POST bumping the version, a turn
-     * committing) cannot delay the renewal of the others; such rows are renewed afterwards in one statement
-     * ({@link #RENEW_ALL}) on the heartbeat pool's short lock wait timeout, and one by one ({@link #HEARTBEAT}) if
-     * that times out or finds a lease gone. Expired leases are not revived: their holders are dead.
+     * committing) cannot delay the renewal of the others; such rows are renewed afterwards ({@link #renewAll}).
+     * Expired leases are not revived: their holders are dead.
      */
     static final String LOCK_FOR_RENEWAL = """
             SELECT s.id, s.lease_token FROM chat_session s
@@ -137,51 +136,66 @@ public class SessionLease {
 
     /**
      * Renews {@code held} through {@code via} (the heartbeat's own connection pool, so turns queueing for
-     * connections cannot starve the renewals) and returns the tokens that are still live. A lease whose row stayed
-     * locked past the lock wait timeout of {@code via} counts as live this round (its lease is not known to be lost;
-     * the next round tries again).
+     * connections cannot starve the renewals) and returns the tokens that are still live.
+     *
+     * <ol>
+     *   <li>Per 500 leases, the rows nobody else holds are locked and renewed at once ({@link #renewUnlocked}).</li>
+     *   <li>The rows that were held, usually free again a moment later, are renewed in one statement per 500
+     *       ({@link #RENEW_ALL}) on the pool's short lock wait; when it renews fewer rows than asked, a plain read
+     *       ({@link #STILL_OURS}) tells which leases it renewed and which are lost.</li>
+     *   <li>A round waits for a lock at most once: once a statement timed out on a held row, the leases not yet
+     *       renewed count as live this round (they are not known to be lost) and the next round tries again. A round
+     *       that waited for each held row in turn would last one lock wait per row while every other lease of the
+     *       worker went unrenewed.</li>
+     * </ol>
      */
     public java.util.Set<String> renewAll(JdbcTemplate via, java.util.List<Lease> held) {
         java.util.Set<String> live = new java.util.HashSet<>();
+        java.util.List<Lease> wereHeld = new java.util.ArrayList<>();
         for (int from = 0; from < held.size(); from += 500) {
             java.util.List<Lease> part = held.subList(from, Math.min(held.size(), from + 500));
             java.util.Set<String> renewed = renewUnlocked(via, part);
             live.addAll(renewed);
-            java.util.List<Lease> rest =
-                    part.stream().filter(l -> !renewed.contains(l.token())).toList();
-            if (rest.isEmpty()) {
-                continue;
-            }
-            // the rows held a moment ago, usually free again: one statement on the pool's short lock wait
-            String marks = String.join(",", java.util.Collections.nCopies(rest.size(), "?"));
-            java.util.List<Object> args = new java.util.ArrayList<>();
-            args.add(micros(ttl));
-            rest.forEach(l -> args.add(l.sessionId()));
-            rest.forEach(l -> args.add(l.token()));
-            try {
-                if (via.update(RENEW_ALL.formatted(marks, marks), args.toArray()) == rest.size()) {
-                    rest.forEach(l -> live.add(l.token()));
-                    continue;
-                }
-            } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
-                // a row still held past the lock wait: settle each alone below
-            }
-            for (Lease lease : rest) {
+            part.stream().filter(l -> !renewed.contains(l.token())).forEach(wereHeld::add);
+        }
+        boolean waited = false;
+        for (int from = 0; from < wereHeld.size(); from += 500) {
+            java.util.List<Lease> part = wereHeld.subList(from, Math.min(wereHeld.size(), from + 500));
+            if (!waited) {
                 try {
-                    int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
-                    expectAtMostOne(rows, "heartbeat");
-                    if (rows == 1) {
-                        live.add(lease.token());
-                    }
+                    live.addAll(renewWereHeld(via, part));
+                    continue;
                 } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
+                    waited = true;
                     log.info(
-                            "session {}: row locked past the renewal's lock wait; renewing it next round",
-                            lease.sessionId());
-                    live.add(lease.token());
+                            "{} lease rows locked past the renewal's lock wait; renewing them next round", part.size());
                 }
             }
+            part.forEach(l -> live.add(l.token()));
         }
         return live;
+    }
+
+    /** The leases among {@code held} that are still ours and live, read without locking (after {@link #RENEW_ALL}). */
+    static final String STILL_OURS = """
+            SELECT s.lease_token FROM chat_session s
+             WHERE s.id IN (%s) AND s.lease_token IN (%s) AND\s""" + SessionRules.LEASE_UNEXPIRED;
+
+    /** {@link #RENEW_ALL} on rows others held a moment ago; @return the tokens it renewed */
+    private java.util.Set<String> renewWereHeld(JdbcTemplate via, java.util.List<Lease> part) {
+        String marks = String.join(",", java.util.Collections.nCopies(part.size(), "?"));
+        java.util.List<Object> args = new java.util.ArrayList<>();
+        part.forEach(l -> args.add(l.sessionId()));
+        part.forEach(l -> args.add(l.token()));
+        java.util.List<Object> renewArgs = new java.util.ArrayList<>();
+        renewArgs.add(micros(ttl));
+        renewArgs.addAll(args);
+        if (via.update(RENEW_ALL.formatted(marks, marks), renewArgs.toArray()) == part.size()) {
+            return part.stream().map(Lease::token).collect(java.util.stream.Collectors.toSet());
+        }
+        // some lease was lost (stolen or expired): the ones still ours and live are exactly those just renewed
+        return new java.util.HashSet<>(
+                via.queryForList(STILL_OURS.formatted(marks, marks), String.class, args.toArray()));
     }
 
     /** One transaction: lock the rows of {@code part} nobody else holds, renew them. @return their tokens */

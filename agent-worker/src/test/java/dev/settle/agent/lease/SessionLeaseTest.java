@@ -210,6 +210,68 @@ class SessionLeaseTest {
         }
     }
 
+    /**
+     * Under load many transactions hold session rows at once (POSTs, turns flushing their streams). A round that
+     * waited for each held row in turn would last one lock wait per row, and every lease of the worker would go
+     * unrenewed meanwhile: past the TTL they are all lost at once and taken over, and the takeovers' turns lose
+     * theirs the same way (the chaos run with 200 users answered nothing for minutes). A round waits once.
+     */
+    @Test
+    void rows_held_by_other_transactions_delay_a_renewal_round_by_one_lock_wait_however_many() throws Exception {
+        Heartbeats heartbeats = agent.bean(Heartbeats.class);
+        List<SessionLease.Lease> held = new ArrayList<>();
+        List<Heartbeats.Beat> beats = new ArrayList<>();
+        int busy = 8;
+        List<java.sql.Connection> blockers = new ArrayList<>();
+        try {
+            for (int i = 0; i < 20; i++) {
+                held.add(leases.claim(agent.sessionWithMessages(1)));
+            }
+            String ids = String.join(
+                    ",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+            // long leases, so that a loaded machine loses none while the rows are held
+            agent.jdbc.update(
+                    "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN ("
+                            + ids + ")");
+            held.forEach(lease -> beats.add(heartbeats.start(lease)));
+            for (int i = 0; i < busy; i++) { // each row held by a transaction of its own, as POSTs would
+                java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection();
+                blockers.add(blocker);
+                blocker.setAutoCommit(false);
+                try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                    st.setLong(1, held.get(i).sessionId());
+                    st.executeQuery().close();
+                }
+            }
+            long started = System.nanoTime();
+            try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
+                pool.submit(heartbeats::renew).get(60, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            long millis = (System.nanoTime() - started) / 1_000_000;
+            // one lock wait is 1 s; waiting for each held row in turn takes at least 1 + 8 s
+            assertTrue(
+                    millis < (1 + busy) * 1000L / 2,
+                    "the round took " + millis + " ms with " + busy + " rows held by others");
+            assertEquals(
+                    held.size() - busy, agent.count("""
+                    SELECT COUNT(*) FROM chat_session WHERE id IN (%s)
+                       AND lease_expires_at < UTC_TIMESTAMP(6) + INTERVAL 30 SECOND""".formatted(ids)), "every other lease renewed (to the 1 s TTL)");
+            for (int i = 0; i < busy; i++) {
+                assertTrue(beats.get(i).alive(), "a lease whose row was held is not lost for it (" + i + ")");
+            }
+        } finally {
+            for (java.sql.Connection blocker : blockers) {
+                blocker.rollback();
+                blocker.close();
+            }
+            Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
+            for (int i = 0; i < held.size(); i++) {
+                beats.get(i).close();
+                leases.release(held.get(i));
+            }
+        }
+    }
+
     @Test
     void a_newer_message_supersedes_the_reply_and_nothing_is_written() {
         long session = agent.sessionWithMessages(1);

@@ -204,7 +204,8 @@ final class BatchAcceptance {
             }
             long version = s.version + 1;
             if (version - s.repliedVersion > limits.maxUnanswered()) {
-                outcomes.add(new Outcome(null, MessageAcceptance.tooManyUnanswered(limits)));
+                outcomes.add(
+                        new Outcome(null, MessageAcceptance.tooManyUnanswered(limits, s.failedVersion >= s.version)));
                 continue;
             }
             boolean pending = s.version > s.repliedVersion && s.version > s.failedVersion;

@@ -71,6 +71,7 @@ public class MessageAcceptance {
                     + SessionRules.EFFECTIVE_POLICY + " AS policy, "
                     + SessionRules.LEASE_LIVE + " AS generating, " + """
                    s.version - s.replied_version AS unanswered,
+                   s.failed_version >= s.version - 1 AS failed,
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
                    (s.version - 1 > s.replied_version AND s.version - 1 > s.failed_version) AS pending
               FROM chat_session s WHERE s.tenant_id = ? AND s.external_id = ?""";
@@ -284,7 +285,8 @@ public class MessageAcceptance {
                 Instant now,
                 String policy,
                 boolean busy,
-                long unanswered) {}
+                long unanswered,
+                boolean failed) {}
         Row row = jdbc.queryForObject(
                 READ_SESSION,
                 (rs, i) -> new Row(
@@ -296,13 +298,14 @@ public class MessageAcceptance {
                         rs.getString("policy"),
                         "reject".equals(rs.getString("policy"))
                                 && (rs.getBoolean("generating") || rs.getBoolean("armed") || rs.getBoolean("pending")),
-                        rs.getLong("unanswered")),
+                        rs.getLong("unanswered"),
+                        rs.getBoolean("failed")),
                 defaultPolicy,
                 tenant,
                 request.sessionId());
         if (row.unanswered() > limits.maxUnanswered()) {
             // the version bump rolls back with the refusal
-            throw tooManyUnanswered(limits);
+            throw tooManyUnanswered(limits, row.failed());
         }
         if (row.busy()) {
             // policy reject: nothing is stored, the version bump rolls back
@@ -351,11 +354,22 @@ public class MessageAcceptance {
         return found.isEmpty() ? null : found.getFirst();
     }
 
-    static ApiProblem tooManyUnanswered(IngestSettings.Limits limits) {
+    /**
+     * The refusal of a message past {@code max-unanswered}. When the session's last turn failed at its version
+     * (the model was down), nothing answers it until a retry or a new message, and this refusal is what keeps a
+     * new message out: the detail says to ask for the retry instead of waiting.
+     *
+     * @param failed the session's last turn failed at its version
+     */
+    static ApiProblem tooManyUnanswered(IngestSettings.Limits limits, boolean failed) {
+        String unanswered = "this session has " + limits.maxUnanswered() + " unanswered messages";
         return new ApiProblem(
                 HttpStatus.TOO_MANY_REQUESTS,
                 "too-many-unanswered",
-                "this session has " + limits.maxUnanswered() + " unanswered messages; retry when it has answered",
+                failed
+                        ? unanswered + " and its last turn failed: POST /v1/sessions/{sessionId}/retry to have them"
+                                + " answered, then send this message again"
+                        : unanswered + "; retry when it has answered",
                 Math.max(1, limits.unansweredRetryAfter().toSeconds()));
     }
 
