@@ -5,15 +5,12 @@ import dev.settle.contracts.MessageAccepted;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.testsupport.Migrations;
 import dev.settle.testsupport.SharedInfra;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 
 import java.time.Duration;
@@ -197,14 +194,7 @@ abstract class DebounceContract {
 
     /** Runs {@code body} with a timer firer on this suite's database and the shared broker. */
     private void withFirer(java.util.function.Consumer<TimerFirer> body) {
-        KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        SharedInfra.kafkaBootstrap(),
-                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
-                        5000),
-                new StringSerializer(),
-                new StringSerializer()));
+        KafkaTemplate<String, String> kafka = KafkaEvents.template(SharedInfra.kafkaBootstrap(), 5000);
         try {
             body.accept(new TimerFirer(
                     jdbc,

@@ -13,6 +13,8 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
 
 import java.time.Duration;
 import java.util.Map;
@@ -39,6 +41,18 @@ final class KafkaEvents {
                     new StringSerializer());
         }
         return producer;
+    }
+
+    /** A KafkaTemplate of string records on {@code bootstrap}, blocking at most {@code maxBlockMs} for metadata. */
+    static KafkaTemplate<String, String> template(String bootstrap, int maxBlockMs) {
+        return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        bootstrap,
+                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                        maxBlockMs),
+                new StringSerializer(),
+                new StringSerializer()));
     }
 
     static RecordMetadata publish(MessageAccepted event) {

@@ -6,18 +6,14 @@ import dev.settle.contracts.SessionReady;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.testsupport.LocalMariaDb;
 import dev.settle.testsupport.SharedInfra;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -56,14 +52,7 @@ class LocalMariaDb1011TimerTest {
                     .extracting(Sessions.Timer::fireAt)
                     .isEqualTo(accepted.plus(TIMING.window()));
 
-            KafkaTemplate<String, String> kafka = new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
-                    Map.of(
-                            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                            SharedInfra.kafkaBootstrap(),
-                            ProducerConfig.MAX_BLOCK_MS_CONFIG,
-                            5000),
-                    new StringSerializer(),
-                    new StringSerializer()));
+            KafkaTemplate<String, String> kafka = KafkaEvents.template(SharedInfra.kafkaBootstrap(), 5000);
             try (ReadyEvents ready = new ReadyEvents()) {
                 TimerFirer firer = new TimerFirer(
                         jdbc,

@@ -7,20 +7,16 @@ import dev.settle.testsupport.SharedInfra;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -61,10 +57,7 @@ class TimerFirerTest {
     }
 
     private static KafkaTemplate<String, String> kafka(String bootstrap) {
-        return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(
-                Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.MAX_BLOCK_MS_CONFIG, 1000),
-                new StringSerializer(),
-                new StringSerializer()));
+        return KafkaEvents.template(bootstrap, 1000);
     }
 
     private static void timer(long session, Instant fireAt, Instant deadlineAt, long version, String armedBy) {

@@ -174,16 +174,8 @@ class SessionLeaseTest {
         List<SessionLease.Lease> held = new ArrayList<>();
         List<Heartbeats.Beat> beats = new ArrayList<>();
         try {
-            for (int i = 0; i < 50; i++) {
-                held.add(leases.claim(agent.sessionWithMessages(1)));
-            }
-            String ids = String.join(
-                    ",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
             // long leases, so that a renewal (to the 1 s TTL) is seen, and a loaded machine loses none meanwhile
-            agent.jdbc.update(
-                    "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN ("
-                            + ids + ")");
-            held.forEach(lease -> beats.add(heartbeats.start(lease)));
+            String ids = beatingLongLeases(50, heartbeats, held, beats);
             SessionLease.Lease busy = held.get(20);
             try (java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection()) {
                 blocker.setAutoCommit(false);
@@ -224,16 +216,7 @@ class SessionLeaseTest {
         int busy = 8;
         List<java.sql.Connection> blockers = new ArrayList<>();
         try {
-            for (int i = 0; i < 20; i++) {
-                held.add(leases.claim(agent.sessionWithMessages(1)));
-            }
-            String ids = String.join(
-                    ",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
-            // long leases, so that a loaded machine loses none while the rows are held
-            agent.jdbc.update(
-                    "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN ("
-                            + ids + ")");
-            held.forEach(lease -> beats.add(heartbeats.start(lease)));
+            String ids = beatingLongLeases(20, heartbeats, held, beats);
             for (int i = 0; i < busy; i++) { // each row held by a transaction of its own, as POSTs would
                 java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection();
                 blockers.add(blocker);
@@ -310,5 +293,24 @@ class SessionLeaseTest {
                 SELECT COUNT(*) FROM chat_session s JOIN chat_message m ON m.session_id = s.id AND m.version = 3
                  WHERE s.id = ? AND s.oldest_unanswered_at = m.created_at""", session), "message 3 is now the oldest unanswered");
         leases.release(lease);
+    }
+
+    /**
+     * Claims {@code n} leases of new sessions into {@code held}, makes each expire in 60 s (a loaded machine loses
+     * none while a test holds rows) and starts a heartbeat for each into {@code beats}; returns their session ids,
+     * comma-separated.
+     */
+    private String beatingLongLeases(
+            int n, Heartbeats heartbeats, List<SessionLease.Lease> held, List<Heartbeats.Beat> beats) {
+        for (int i = 0; i < n; i++) {
+            held.add(leases.claim(agent.sessionWithMessages(1)));
+        }
+        String ids = String.join(
+                ",", held.stream().map(l -> Long.toString(l.sessionId())).toList());
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id IN (" + ids
+                        + ")");
+        held.forEach(lease -> beats.add(heartbeats.start(lease)));
+        return ids;
     }
 }
