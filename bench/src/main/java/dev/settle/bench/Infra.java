@@ -166,6 +166,17 @@ final class Infra implements AutoCloseable {
     }
 
     /** Statements the MariaDB server has executed so far (all databases; only the bench uses this server). */
+    /** Creates {@code count} empty sessions of the default tenant, {@code prefix + 0} …, in one batch. */
+    static void createSessions(org.springframework.jdbc.core.JdbcTemplate jdbc, String prefix, int count) {
+        java.util.List<Object[]> rows = new java.util.ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            rows.add(new Object[] {prefix + i});
+        }
+        jdbc.batchUpdate("""
+                INSERT INTO chat_session (tenant_id, external_id, version, created_at)
+                VALUES ('default', ?, 0, UTC_TIMESTAMP(6))""", rows);
+    }
+
     static long questions(org.springframework.jdbc.core.JdbcTemplate jdbc) {
         return jdbc.query("SHOW GLOBAL STATUS LIKE 'Questions'", rs -> rs.next() ? rs.getLong(2) : -1L);
     }

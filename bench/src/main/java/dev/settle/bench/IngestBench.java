@@ -128,13 +128,7 @@ final class IngestBench {
             TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(pool));
             int sessions = o.ingestSessions();
             Bench.log("ingest: creating " + sessions + " sessions");
-            List<Object[]> rows = new ArrayList<>();
-            for (int i = 0; i < sessions; i++) {
-                rows.add(new Object[] {"ing-" + i});
-            }
-            jdbc.batchUpdate("""
-                    INSERT INTO chat_session (tenant_id, external_id, version, created_at)
-                    VALUES ('default', ?, 0, UTC_TIMESTAMP(6))""", rows);
+            Infra.createSessions(jdbc, "ing-", sessions);
 
             Bench.log("ingest: saturation, " + o.clients() + " clients, "
                     + o.stage().toSeconds() + " s");

@@ -159,13 +159,7 @@ final class StreamBench {
 
     /** Creates the sessions the streams watch, {@code str-0} … in the default tenant; returns their keys. */
     private static long[] sessions(JdbcTemplate jdbc) {
-        List<Object[]> rows = new ArrayList<>();
-        for (int i = 0; i < STREAMS; i++) {
-            rows.add(new Object[] {"str-" + i});
-        }
-        jdbc.batchUpdate("""
-                INSERT INTO chat_session (tenant_id, external_id, version, created_at)
-                VALUES ('default', ?, 0, UTC_TIMESTAMP(6))""", rows);
+        Infra.createSessions(jdbc, "str-", STREAMS);
         long[] pks = new long[STREAMS];
         jdbc.query(
                 "SELECT id, external_id FROM chat_session WHERE external_id LIKE 'str-%'",
