@@ -49,12 +49,16 @@ public class DebounceTimers {
 
     /**
      * The session, if the event's version is still unanswered, with what {@link SessionPacing} needs (its tenant,
-     * its pacing, its tenant's ring): a plain consistent read, no lock on any row.
+     * its recorded pacing, when its previous message was accepted, its tenant's ring): a plain consistent read, no
+     * lock on any row. The previous message is the user message of version {@code version - 1} (one lookup in the
+     * unique index on session and version).
      */
     static final String UNANSWERED = """
-            SELECT s.tenant_id, p.samples, p.last_message_at, p.burst_messages, tp.samples AS tenant_samples
+            SELECT s.tenant_id, p.samples, p.last_message_at, p.burst_messages, p.window_micros, p.window_cause,
+                   pm.created_at AS previous_message_at, tp.samples AS tenant_samples
               FROM chat_session s
               LEFT JOIN session_pacing p ON p.session_id = s.id
+              LEFT JOIN chat_message pm ON pm.session_id = s.id AND pm.version = :version - 1
               LEFT JOIN tenant_pacing tp ON tp.tenant_id = s.tenant_id
              WHERE s.id = :sessionId AND s.replied_version < :version""";
 

@@ -17,7 +17,8 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -37,9 +38,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       {@code firedAt} is the database clock. The kind of window that set the row
  *       ({@code window_cause}: base or learned) tags the fire's metric, not the event.</li>
  *   <li>Publish one SessionReady per row, keyed by the session id, and wait for the broker's acks.</li>
- *   <li>Delete each fired row ({@link #DELETE_FIRED}, guarded by its fire_at; exactly one row each), record
- *       where its burst ended ({@link #RECORD_BURST_END}: the version the timer had seen; only when the timer
- *       was armed for a session that may be under {@code enqueue}) and commit.</li>
+ *   <li>Delete the fired rows ({@link #DELETE_FIRED}, one statement; exactly one row each), record where their
+ *       bursts ended ({@link #RECORD_BURST_END}, one statement: the version each timer had seen; only for timers
+ *       armed for a session that may be under {@code enqueue}) and commit.</li>
  *   <li>If publishing or deleting fails, roll back: the rows stay and fire on a later round (the events are
  *       hints, so a repeat after a partial publish is harmless); log and back off (100 ms doubling up to 2 s).</li>
  *   <li>A full batch means a backlog: go again at once.</li>
@@ -61,7 +62,7 @@ public class TimerFirer extends PeriodicTask {
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(2);
 
     static final String LOCK_DUE =
-            "SELECT d.session_id, d.fire_at, d.armed_version, " + SessionRules.TIMER_CAUSE + " AS cause, " + """
+            "SELECT d.session_id, d.armed_version, " + SessionRules.TIMER_CAUSE + " AS cause, " + """
                    d.window_cause, d.records_burst,
                    UTC_TIMESTAMP(6) AS fired_at
               FROM debounce_timer d
@@ -75,29 +76,25 @@ public class TimerFirer extends PeriodicTask {
     static final String NEXT_DUE = """
             SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MIN(fire_at)) FROM debounce_timer""";
 
+    /**
+     * The round's fired rows, in one statement: they are locked by this transaction since {@link #LOCK_DUE}, so
+     * nothing changed them and each id deletes exactly one row.
+     */
     static final String DELETE_FIRED = """
-            DELETE FROM debounce_timer
-             WHERE session_id = :sessionId
-               AND fire_at = :fireAt
-            """;
+            DELETE FROM debounce_timer WHERE session_id IN (:sessionIds)""";
 
     /**
-     * The burst this timer closed ends at the version it had seen (read by the agent under {@code enqueue}); only
-     * for a timer whose {@code records_burst} says its session may be under {@code enqueue}.
+     * The bursts these timers closed end at the versions they had seen (read by the agent under {@code enqueue});
+     * only for timers whose {@code records_burst} says their session may be under {@code enqueue}. One
+     * {@link #BURST_END} row per timer: (session id, version).
      */
-    static final String RECORD_BURST_END = """
-            INSERT IGNORE INTO session_burst (session_id, end_version, fired_at)
-            VALUES (:sessionId, :version, UTC_TIMESTAMP(6))
-            """;
+    static final String RECORD_BURST_END =
+            "INSERT IGNORE INTO session_burst (session_id, end_version, fired_at) VALUES ";
+
+    static final String BURST_END = "(?, ?, UTC_TIMESTAMP(6))";
 
     private record DueTimer(
-            long sessionId,
-            LocalDateTime fireAt,
-            long version,
-            String cause,
-            String windowCause,
-            boolean recordsBurst,
-            Instant firedAt) {}
+            long sessionId, long version, String cause, String windowCause, boolean recordsBurst, Instant firedAt) {}
 
     private final JdbcClient jdbc;
     private final TransactionTemplate tx;
@@ -133,7 +130,6 @@ public class TimerFirer extends PeriodicTask {
                     .param("batchSize", settings.batchSize())
                     .query((rs, n) -> new DueTimer(
                             rs.getLong("session_id"),
-                            rs.getObject("fire_at", LocalDateTime.class),
                             rs.getLong("armed_version"),
                             rs.getString("cause"),
                             rs.getString("window_cause"),
@@ -145,26 +141,31 @@ public class TimerFirer extends PeriodicTask {
             }
             publish(due);
             afterCommit(due);
-            for (DueTimer t : due) {
-                int rows = jdbc.sql(DELETE_FIRED)
-                        .param("sessionId", t.sessionId())
-                        .param("fireAt", DbTime.text(t.fireAt()))
-                        .update();
-                if (rows != 1) {
-                    throw new IllegalStateException(
-                            "deleting the locked timer of session " + t.sessionId() + " touched " + rows + " rows");
-                }
-                if (t.recordsBurst()) {
-                    jdbc.sql(RECORD_BURST_END)
-                            .param("sessionId", t.sessionId())
-                            .param("version", t.version())
-                            .update();
-                }
+            int rows = jdbc.sql(DELETE_FIRED)
+                    .param("sessionIds", due.stream().map(DueTimer::sessionId).toList())
+                    .update();
+            if (rows != due.size()) {
+                throw new IllegalStateException("deleting " + due.size() + " locked timers touched " + rows + " rows");
             }
+            recordBurstEnds(due.stream().filter(DueTimer::recordsBurst).toList());
             return due.size();
         });
         fired.addAndGet(count);
         return count;
+    }
+
+    private void recordBurstEnds(List<DueTimer> ends) {
+        if (ends.isEmpty()) {
+            return;
+        }
+        List<Object> params = new ArrayList<>();
+        ends.forEach(t -> {
+            params.add(t.sessionId());
+            params.add(t.version());
+        });
+        jdbc.sql(RECORD_BURST_END + String.join(", ", Collections.nCopies(ends.size(), BURST_END)))
+                .params(params)
+                .update();
     }
 
     /**

@@ -13,6 +13,7 @@ import org.springframework.jdbc.core.simple.JdbcClient;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 
@@ -96,6 +97,7 @@ class AdaptiveWindowTest {
                     .param("oldest", DbTime.utc(oldest))
                     .param("id", id)
                     .update();
+            sessions.message(id, version, now);
             assertThat(timers.arm(new MessageAccepted(id, version, now, oldest)))
                     .isTrue();
             causes.add(jdbc.sql("SELECT window_cause FROM debounce_timer WHERE session_id = :id")
@@ -130,6 +132,42 @@ class AdaptiveWindowTest {
             assertThat(s.causes).containsExactly("base");
         }
         assertThat(s.pacing()).containsExactly(BASE.toNanos() / 1000, "base");
+    }
+
+    @Test
+    void only_a_change_is_written_so_a_first_message_and_a_settled_sessions_single_messages_write_nothing() {
+        String tenant = tenant();
+        Session s = new Session(tenant, TestTimers.adaptive(jdbc, TIMING), T);
+        assertThat(s.burst()).containsExactly(BASE);
+        assertThat(written(s)).as("a first message changes nothing").isEmpty();
+        for (int b = 0; b < PacingRule.SAMPLES; b++) {
+            assertThat(s.burst()).containsExactly(BASE);
+        }
+        List<Object> settled = written(s);
+        assertThat(settled.getFirst()).isEqualTo(String.join(",", Collections.nCopies(PacingRule.SAMPLES, "0")));
+        s.burst();
+        s.burst();
+        assertThat(written(s))
+                .as("a ring of zeros and a zero sample: nothing written")
+                .isEqualTo(settled);
+        // the pause is still measured from the previous message, which the row no longer names
+        assertThat(s.burst(2250)).containsExactly(BASE, BASE);
+        assertThat((String) written(s).getFirst()).endsWith(",2250");
+    }
+
+    /** The session's ring and when its row and its tenant's ring were last written; empty when no row. */
+    private static List<Object> written(Session s) {
+        return jdbc.sql("""
+                        SELECT p.samples, p.updated_at, tp.updated_at AS tenant_updated_at
+                          FROM session_pacing p
+                          JOIN chat_session c ON c.id = p.session_id
+                          LEFT JOIN tenant_pacing tp ON tp.tenant_id = c.tenant_id
+                         WHERE p.session_id = :id""")
+                .param("id", s.id)
+                .query((rs, n) ->
+                        List.<Object>of(rs.getString(1), rs.getObject(2).toString(), String.valueOf(rs.getObject(3))))
+                .optional()
+                .orElse(List.of());
     }
 
     @Test

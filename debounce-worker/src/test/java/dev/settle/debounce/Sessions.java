@@ -79,7 +79,8 @@ final class Sessions {
                                oldest_unanswered_at = COALESCE(oldest_unanswered_at, UTC_TIMESTAMP(6))
                          WHERE id = :id
                         """).param("id", sessionId).update();
-        return jdbc.sql("SELECT version, last_message_at, oldest_unanswered_at FROM chat_session WHERE id = :id")
+        MessageAccepted accepted = jdbc.sql(
+                        "SELECT version, last_message_at, oldest_unanswered_at FROM chat_session WHERE id = :id")
                 .param("id", sessionId)
                 .query((rs, n) -> new MessageAccepted(
                         sessionId,
@@ -87,6 +88,20 @@ final class Sessions {
                         DbTime.instant(rs, "last_message_at"),
                         DbTime.instant(rs, "oldest_unanswered_at")))
                 .single();
+        message(sessionId, accepted.version(), accepted.acceptedAt());
+        return accepted;
+    }
+
+    /** The user message of {@code version}, accepted at {@code acceptedAt}, as ingest-api stores it. */
+    void message(long sessionId, long version, Instant acceptedAt) {
+        jdbc.sql("""
+                        INSERT INTO chat_message (message_uid, session_id, role, text, version, created_at)
+                        VALUES (:uid, :session, 'user', 'hi', :version, :at)""")
+                .param("uid", java.util.UUID.randomUUID().toString())
+                .param("session", sessionId)
+                .param("version", version)
+                .param("at", DbTime.utc(acceptedAt))
+                .update();
     }
 
     /** {@code count} new sessions with one message each, in one statement; returns their events. */

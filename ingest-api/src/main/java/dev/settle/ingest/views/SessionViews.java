@@ -22,8 +22,9 @@ public class SessionViews {
      * generating: a live lease; waiting: a debounce timer is armed; idle otherwise. Lease expiry is judged
      * on the database clock, like every lease decision. The armed timer, if any, comes with when it fires, why
      * ({@link SessionRules#TIMER_CAUSE}) and, while a typing signal holds it, until when. The debounce window in
-     * effect is the one the debounce worker recorded for the session's latest message ({@code session_pacing}; none
-     * while the adaptive window is off or before its first message was armed). The token sums cover every turn of
+     * effect is the one the debounce worker recorded for the session ({@code session_pacing}; none while the
+     * adaptive window is off or before a message taught it something: a first message arms the base window and
+     * records nothing). The token sums cover every turn of
      * the session, and apart those of its discarded turns. Parameters: default policy, then tenant and session id
      * twice.
      */
