@@ -33,9 +33,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *       the session's next message.</li>
  *   <li>Each returned session's turn is interrupted, once ({@link TurnControl#interrupt}).</li>
  * </ol>
- * An interrupt missed (a message whose transaction outlasted the tail's lookback) loses nothing: the reply's commit
- * is guarded by the version and discards a reply that a newer message superseded; it only costs the rest of that
- * model call. Polling keeps this independent of Kafka and of which instance accepted the message.
+ * An interrupt missed (a message whose transaction took longer than the tail's lookback to commit, a policy
+ * switched to merge after the message was judged) loses nothing: the reply's commit is guarded by the version and
+ * discards a reply that a newer message superseded; it only costs the rest of that model call. Polling keeps this
+ * independent of Kafka and of which instance accepted the message.
  */
 @Component
 public class InterruptWatcher extends PeriodicTask {
