@@ -6,6 +6,7 @@ import dev.settle.agent.stream.TurnStreams;
 import dev.settle.agent.tools.ToolExecutions;
 import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.InterruptWatcher;
+import dev.settle.agent.turn.MessageTail;
 import dev.settle.agent.turn.OrphanedLeaseScanner;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.TurnFailure;
@@ -225,6 +226,30 @@ abstract class AgentContract {
                         "merge",
                         60_000_000L),
                 "the interrupt check sees the newer message");
+        long before = count("SELECT id FROM chat_message WHERE session_id = ? AND version = 3", session);
+        assertEquals(
+                List.of(4L),
+                jdbc
+                        .query(
+                                MessageTail.READ,
+                                (rs, i) -> List.of(rs.getLong("session_id"), rs.getLong("version")),
+                                before)
+                        .stream()
+                        .filter(row -> row.get(0) == session)
+                        .map(row -> row.get(1))
+                        .toList(),
+                "the interrupt watcher's tail reads the newer message");
+        long newest = jdbc.queryForObject(MessageTail.START, Long.class, 0L);
+        assertEquals(
+                0,
+                count(
+                        "SELECT COUNT(*) FROM chat_message WHERE created_at > (SELECT created_at FROM chat_message WHERE id = ?)",
+                        newest),
+                "where the tail starts: the newest message created at least the lag ago (here 0)");
+        assertEquals(
+                List.of(),
+                jdbc.queryForList(MessageTail.START, Long.class, 100L * 365 * 24 * 3600 * 1_000_000),
+                "no message is a century old");
         assertEquals(
                 ReplyCommit.Outcome.SUPERSEDED,
                 context.getBean(ReplyCommit.class)

@@ -65,12 +65,15 @@ public final class SqlTrace implements QueryInterceptor {
 
         /**
          * A poll of a loop that runs whether or not there is work ({@link #LOOP_THREADS}) that found nothing (a
-         * SELECT of no rows) or only looked ahead (the timer firer's sleep length): it costs per second, not per
-         * reply.
+         * SELECT of no rows), only looked ahead (the timer firer's sleep length) or read the new messages (the
+         * interrupt watcher's tail, read every poll while turns are in flight): it costs per second, not per reply.
          */
         public boolean idlePoll() {
             boolean loop = LOOP_THREADS.stream().anyMatch(thread::startsWith);
-            return loop && (shape().contains("MIN(fire_at)") || (verb().equals("SELECT") && rows == 0));
+            return loop
+                    && (shape().contains("MIN(fire_at)")
+                            || (thread.startsWith("interrupt-watcher") && shape().contains("FROM chat_message"))
+                            || (verb().equals("SELECT") && rows == 0));
         }
 
         /** The statement on one line, whitespace collapsed, for reports. */
