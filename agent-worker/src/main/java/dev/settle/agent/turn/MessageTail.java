@@ -13,10 +13,11 @@ import java.util.Deque;
  *
  * <p>Ids ({@code AUTO_INCREMENT}) are taken when a message is inserted, not when its transaction commits, so a
  * message can become visible after a higher id was already read (ingest's group commit makes this common). So a read
- * does not start from the highest id seen but from the highest id that had been seen {@code lag} ago
- * ({@link #LOOKBACK} plus one poll interval): every id range is read again for that long, and a message whose
- * transaction commits within {@link #LOOKBACK} of a higher id being read is still handed over. A message whose
- * transaction took longer than that between its insert and its commit can be missed.
+ * starts above the highest id seen, and every {@link #RESCAN_EVERY}-th read starts instead from the highest id that
+ * had been seen {@code lag} ago ({@link #LOOKBACK} plus one poll interval): every id range is read again for that
+ * long, and a message whose transaction commits within {@link #LOOKBACK} of a higher id being read is still handed
+ * over, within {@link #RESCAN_EVERY} reads of its commit. A message whose transaction took longer than that between
+ * its insert and its commit can be missed.
  *
  * <p>The first read, and the first after a pause longer than {@code lag} (the caller reads only while it needs
  * to), starts from the newest message created at least {@code lag} ago on the database clock ({@link #START}): a
@@ -30,6 +31,13 @@ public final class MessageTail {
      * spare, at the cost of reading each message about 40 times at the default 50 ms poll.
      */
     static final Duration LOOKBACK = Duration.ofSeconds(2);
+
+    /**
+     * Every how many reads one starts from the lagged floor: a late commit is handed over at most this many reads
+     * (250 ms at the default 50 ms poll) after it, and a message is read about {@code LOOKBACK / (interval × this)}
+     * times instead of {@code LOOKBACK / interval} (8 instead of 40 by default).
+     */
+    static final int RESCAN_EVERY = 5;
 
     /** The user messages above the floor: a range of the primary key. */
     public static final String READ =
@@ -59,6 +67,7 @@ public final class MessageTail {
     private long highest;
     private long lastReadNanos;
     private boolean started;
+    private long reads;
 
     /** @param interval how often the caller reads */
     MessageTail(JdbcTemplate jdbc, Duration interval) {
@@ -83,7 +92,7 @@ public final class MessageTail {
                     top[0] = Math.max(top[0], id);
                     sink.message(rs.getLong(2), rs.getLong(3));
                 },
-                floor);
+                reads++ % RESCAN_EVERY == 0 ? floor : highest);
         highest = top[0];
         marks.addLast(new Mark(now, highest));
         lastReadNanos = now;
@@ -93,6 +102,7 @@ public final class MessageTail {
         Long start = jdbc.query(START, rs -> rs.next() ? rs.getLong(1) : 0L, lagNanos / 1_000);
         floor = start == null ? 0 : start;
         highest = floor;
+        reads = 0;
         marks.clear();
         started = true;
     }
