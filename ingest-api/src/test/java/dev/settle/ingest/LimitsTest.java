@@ -14,8 +14,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The limits, each a problem+json: 100 unanswered messages per session (429 + Retry-After, nothing stored), and a
- * per-tenant request rate (429 + Retry-After) that leaves other tenants alone. The bucket here holds 150 requests
- * and refills one every 1000 s, so the test controls exactly when it runs dry.
+ * per-tenant request rate (429 + Retry-After) that leaves other tenants alone, and typing signals their own bucket.
+ * Each bucket here holds 150 requests and refills one every 1000 s, so the test controls exactly when it runs dry.
  */
 class LimitsTest {
     static final JsonMapper JSON = JsonMapper.builder().build();
@@ -107,5 +107,25 @@ class LimitsTest {
                 "application/problem+json",
                 limited.headers().firstValue("Content-Type").orElse("").split(";")[0]);
         assertEquals(404, app.get("/v1/sessions/" + s, other).statusCode(), "another tenant is not limited");
+
+        // typing signals have a bucket of their own: the tenant's spent requests leave them alone, and theirs run dry
+        // without touching the requests' (none of which refill meanwhile)
+        String typing = "/v1/sessions/" + s + "/typing";
+        int typed = 0;
+        HttpResponse<String> typingLimited = null;
+        for (int i = 0; i < 200 && typingLimited == null; i++) {
+            HttpResponse<String> r = app.post(typing, null, null);
+            if (r.statusCode() == 429) {
+                typingLimited = r;
+            } else {
+                assertEquals(202, r.statusCode(), r.body());
+                typed++;
+            }
+        }
+        assertEquals(150, typed, "the whole typing burst passed although the requests' bucket is empty");
+        assertTrue(typingLimited.body().contains("typing-signal rate is exhausted"), typingLimited.body());
+        assertTrue(
+                app.get("/v1/sessions/" + s).body().contains("request rate is exhausted"),
+                "the requests' bucket is still empty");
     }
 }

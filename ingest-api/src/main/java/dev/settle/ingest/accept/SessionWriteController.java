@@ -4,6 +4,7 @@ import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiAccess;
 import dev.settle.ingest.http.ApiKeyFilter;
 import dev.settle.ingest.http.Caller;
+import dev.settle.ingest.http.RateBucket;
 import dev.settle.ingest.http.SessionId;
 import dev.settle.ingest.views.SessionViews;
 import io.micrometer.core.instrument.Counter;
@@ -124,9 +125,11 @@ public class SessionWriteController {
 
     /**
      * The user is typing: 202 for any valid call, whether or not the session exists in the caller's tenant; nothing
-     * is stored and no session is created ({@link TypingSignals}).
+     * is stored and no session is created ({@link TypingSignals}). Typing signals draw from a rate bucket of their own,
+     * so a tenant's typists never spend its messages' tokens.
      */
     @PostMapping("/typing")
+    @RateBucket(RateBucket.Bucket.TYPING)
     public ResponseEntity<Void> typing(
             @RequestAttribute(ApiKeyFilter.TENANT) String tenant,
             @PathVariable String sessionId,

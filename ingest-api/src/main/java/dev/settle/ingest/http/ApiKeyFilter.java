@@ -18,7 +18,7 @@ import java.util.regex.Pattern;
 /**
  * Who is calling. Runs inside Spring Security's chain, after its firewall; it only establishes the caller
  * ({@link Caller}). Which caller may run which handler is decided by {@link ApiSecurity}'s rules and again, on the
- * handler itself, by {@link RouteAccess}.
+ * handler itself, by {@link RouteAccess}, which also takes the tenant's request-rate token.
  *
  * <ol>
  *   <li>No {@code Authorization: Bearer} header: the request goes on anonymous (a route that needs a key refuses
@@ -29,7 +29,6 @@ import java.util.regex.Pattern;
  *       429 before the key is looked at; a key not of the issued form ({@code sk_} + 43 base64url characters)
  *       fails without a lookup; otherwise its hash is looked up ({@link TenantKeys}). A failure answers 401 and is
  *       charged to the address.</li>
- *   <li>A tenant's request rate ({@link TenantRateLimiter}): over it → 429 with Retry-After.</li>
  *   <li>The tenant id travels on as the request attribute {@link #TENANT}; every query is scoped by it, so another
  *       tenant's session is simply not found (404, the same as one that does not exist).</li>
  * </ol>
@@ -42,16 +41,14 @@ public class ApiKeyFilter extends OncePerRequestFilter {
     private final byte[] deploymentKey;
     private final byte[] adminKey;
     private final TenantKeys keys;
-    private final TenantRateLimiter tenantRate;
     private final AuthFailureLimiter failures;
 
-    ApiKeyFilter(IngestSettings settings, TenantKeys keys, TenantRateLimiter tenantRate, AuthFailureLimiter failures) {
+    ApiKeyFilter(IngestSettings settings, TenantKeys keys, AuthFailureLimiter failures) {
         this.deploymentKey = settings.apiKey().getBytes(StandardCharsets.UTF_8);
         this.adminKey = settings.adminKey() == null || settings.adminKey().isBlank()
                 ? null
                 : settings.adminKey().getBytes(StandardCharsets.UTF_8);
         this.keys = keys;
-        this.tenantRate = tenantRate;
         this.failures = failures;
     }
 
@@ -95,15 +92,6 @@ public class ApiKeyFilter extends OncePerRequestFilter {
             caller = Caller.tenant(tenant);
         }
         if (caller.role() == Caller.Role.TENANT) {
-            long retryAfter = tenantRate.acquire(caller.tenant());
-            if (retryAfter > 0) {
-                SecurityProblems.rateLimited(
-                        request,
-                        response,
-                        retryAfter,
-                        "this tenant's request rate is exhausted; retry after " + retryAfter + " s");
-                return;
-            }
             request.setAttribute(TENANT, caller.tenant());
         }
         SecurityContext context = contexts.createEmptyContext();

@@ -43,8 +43,10 @@ class ApiSecurity implements WebMvcConfigurer {
     static final RequestMatcher ADMIN_ROUTES =
             PathPatternRequestMatcher.withDefaults().matcher("/v1/admin/**");
     private final SecurityProblems problems;
+    private final TenantRateLimiter tenantRate;
 
-    ApiSecurity(IngestSettings settings, Environment environment) {
+    ApiSecurity(IngestSettings settings, Environment environment, TenantRateLimiter tenantRate) {
+        this.tenantRate = tenantRate;
         if (ManagementPortType.get(environment) == ManagementPortType.SAME) {
             throw new IllegalStateException(
                     "SETTLE_MANAGEMENT_PORT (management.server.port) must differ from the API "
@@ -55,9 +57,7 @@ class ApiSecurity implements WebMvcConfigurer {
     }
 
     @Bean
-    SecurityFilterChain apiFilterChain(
-            HttpSecurity http, IngestSettings settings, TenantKeys keys, TenantRateLimiter tenantRate)
-            throws Exception {
+    SecurityFilterChain apiFilterChain(HttpSecurity http, IngestSettings settings, TenantKeys keys) throws Exception {
         AuthFailureLimiter failures = new AuthFailureLimiter(
                 settings.auth().failureRate(), settings.auth().failureBurst());
         http.csrf(c -> c.disable())
@@ -66,7 +66,7 @@ class ApiSecurity implements WebMvcConfigurer {
                 .logout(l -> l.disable())
                 .requestCache(r -> r.disable())
                 .sessionManagement(s -> s.sessionCreationPolicy(SessionCreationPolicy.STATELESS))
-                .addFilterBefore(new ApiKeyFilter(settings, keys, tenantRate, failures), AuthorizationFilter.class)
+                .addFilterBefore(new ApiKeyFilter(settings, keys, failures), AuthorizationFilter.class)
                 .exceptionHandling(e -> e.authenticationEntryPoint(problems).accessDeniedHandler(problems))
                 .authorizeHttpRequests(a -> a.dispatcherTypeMatchers(DispatcherType.ERROR)
                         .permitAll()
@@ -103,6 +103,6 @@ class ApiSecurity implements WebMvcConfigurer {
 
     @Override
     public void addInterceptors(InterceptorRegistry registry) {
-        registry.addInterceptor(new RouteAccess(problems));
+        registry.addInterceptor(new RouteAccess(problems, tenantRate));
     }
 }
