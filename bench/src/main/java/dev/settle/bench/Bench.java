@@ -19,7 +19,7 @@ import java.util.Set;
  * (default uniform:2000:6000), {@code --only ingest,streams,timers,pipeline,strategies,inflight,endtoend}, {@code --set key=value} (a property
  * every application gets, child JVMs included, repeatable), {@code --no-profile}, {@code --out DIR} (default docs),
  * {@code --inflight-big LEVEL:MODEL_MS} (the in-flight figure's large level; the full run's is 10000:60000, the quick
- * run has none).
+ * run has none), {@code --inflight-levels LIST|none} (the in-flight figure's levels against the 5 s model).
  */
 public final class Bench {
     private static final long STARTED = System.nanoTime();
@@ -73,6 +73,7 @@ public final class Bench {
             Set<String> only = Set.of();
             Map<String, Object> extra = new LinkedHashMap<>();
             String big = null;
+            String levels = null;
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
                     case "--quick" -> quick = true;
@@ -80,6 +81,7 @@ public final class Bench {
                     case "--out" -> out = Path.of(args[++i]);
                     case "--no-profile" -> profile = false;
                     case "--inflight-big" -> big = args[++i];
+                    case "--inflight-levels" -> levels = args[++i];
                     case "--only" -> only = Set.of(args[++i].split(","));
                     case "--set" -> {
                         String kv = args[++i];
@@ -88,7 +90,7 @@ public final class Bench {
                     default ->
                         throw new IllegalArgumentException("unknown option " + args[i]
                                 + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V,"
-                                + " --inflight-big LEVEL:MODEL_MS)");
+                                + " --inflight-big LEVEL:MODEL_MS, --inflight-levels LIST|none)");
                 }
             }
             Path jfr = Path.of("bench", "target", "jfr");
@@ -96,15 +98,25 @@ public final class Bench {
             Duration maxWait = Duration.ofSeconds(10);
             Model.Latency l = Model.Latency.parse(latency);
             Options parsed = parse(quick, l, out, jfr, profile, only, extra, window, maxWait);
+            int[] small = levels == null
+                    ? parsed.inflightLevels()
+                    : levels.equals("none")
+                            ? new int[0]
+                            : Arrays.stream(levels.split(","))
+                                    .mapToInt(Integer::parseInt)
+                                    .toArray();
             if (big == null) {
-                return parsed;
+                return parsed.withInflight(small, parsed.inflightBigLevel(), parsed.inflightBigModelMs());
             }
             String[] lm = big.split(":");
-            return parsed.withBigLevel(Integer.parseInt(lm[0]), Long.parseLong(lm[1]));
+            return parsed.withInflight(small, Integer.parseInt(lm[0]), Long.parseLong(lm[1]));
         }
 
-        /** The same options with the in-flight figure's large level set to {@code level} turns, {@code modelMs}. */
-        Options withBigLevel(int level, long modelMs) {
+        /**
+         * The same options with the in-flight figure's levels (5 s model) set to {@code levels} and its large level to
+         * {@code level} turns against a {@code modelMs} model.
+         */
+        Options withInflight(int[] levels, int level, long modelMs) {
             return new Options(
                     quick,
                     latency,
@@ -133,7 +145,7 @@ public final class Bench {
                     burstSize,
                     gapMinMs,
                     gapMaxMs,
-                    inflightLevels,
+                    levels,
                     inflightHold,
                     inflightDrain,
                     inflightModelMs,

@@ -64,7 +64,14 @@ final class InFlightBench {
 
     record Sample(double seconds, int running, double heapMb) {}
 
-    record Result(List<Level> levels, List<Sample> samples, String heapLimit, Profiler.Profile profile, boolean oom) {}
+    /** @param maxInFlight the worker's {@code settle.agent.max-in-flight} */
+    record Result(
+            List<Level> levels,
+            List<Sample> samples,
+            String heapLimit,
+            int maxInFlight,
+            Profiler.Profile profile,
+            boolean oom) {}
 
     private static final double WARMUP_RATE = 50;
 
@@ -72,7 +79,7 @@ final class InFlightBench {
 
     static Result run(Infra infra, Bench.Options o) throws Exception {
         Model.Latency fixed = Model.Latency.parse("fixed:" + o.inflightModelMs());
-        try (Model model = new Model(fixed);
+        try (Model model = new Model(fixed, false, false);
                 Hooks hooks = new Hooks();
                 Infra.Scenario s = infra.new Scenario("inflight", Map.of())) {
             List<String> cmd = new ArrayList<>();
@@ -87,6 +94,10 @@ final class InFlightBench {
             cmd.add("-cp");
             cmd.add(System.getProperty("java.class.path"));
             cmd.add(AgentProcess.class.getName());
+            // the worker may hold every turn of the largest level (a --set of its own wins: it comes later)
+            int maxInFlight = Integer.parseInt(
+                    String.valueOf(s.shared.getOrDefault("settle.agent.max-in-flight", maxInFlight(o))));
+            cmd.add("settle.agent.max-in-flight=" + maxInFlight);
             s.shared.forEach((k, v) -> cmd.add(k + "=" + v));
             cmd.add("settle.llm.url=" + model.baseUrl());
             cmd.add("settle.llm.timeout=" + (Math.max(o.inflightModelMs(), o.inflightBigModelMs()) / 1000 + 60) + "s");
@@ -308,8 +319,16 @@ final class InFlightBench {
             }
             Profiler.Profile profile =
                     o.profile() && jfr.toFile().exists() ? Profiler.summarize("agent-inflight", jfr) : null;
-            return new Result(levels, new ArrayList<>(samples), o.agentHeap(), profile, oom[0]);
+            return new Result(levels, new ArrayList<>(samples), o.agentHeap(), maxInFlight, profile, oom[0]);
         }
+    }
+
+    /** The largest level with a quarter of headroom, never under the worker's default of 4096. */
+    static int maxInFlight(Bench.Options o) {
+        int top = Math.max(
+                o.inflightBigLevel(),
+                java.util.Arrays.stream(o.inflightLevels()).max().orElse(0));
+        return Math.max(4096, top + top / 4);
     }
 
     private static Map<String, Histogram> stages(

@@ -59,7 +59,7 @@ final class Model implements AutoCloseable {
             int cachedTokens,
             int completionTokens) {}
 
-    final ModelDouble dbl = ModelDouble.start();
+    final ModelDouble dbl;
     private volatile Latency latency;
     final ConcurrentLinkedQueue<Call> calls = new ConcurrentLinkedQueue<>();
     private final Map<String, ConcurrentLinkedQueue<Call>> bySid = new ConcurrentHashMap<>();
@@ -81,6 +81,15 @@ final class Model implements AutoCloseable {
      *     are compared on the same model times, not on the luck of the draw
      */
     Model(Latency latency, boolean paired) {
+        this(latency, paired, true);
+    }
+
+    /**
+     * @param watched false: a double without the front that watches clients leave, one socket per call instead of
+     *     three (the in-flight figure holds ten thousand calls open, more than the process may open with the front)
+     */
+    Model(Latency latency, boolean paired, boolean watched) {
+        this.dbl = watched ? ModelDouble.start() : ModelDouble.startUnwatched();
         this.latency = latency;
         this.paired = paired;
         dbl.respondWith(this::answer);

@@ -663,7 +663,7 @@ final class Report {
         }
         md.append("## 5. In-flight turns of one agent-worker\n\n");
         md.append("""
-                One agent-worker in its own JVM (`-Xmx%s`), model latency fixed at %d ms. After a warm-up (%d turns
+                One agent-worker in its own JVM (`-Xmx%s`, `settle.agent.max-in-flight=%d`), model latency fixed at %d ms. After a warm-up (%d turns
                 at 50/s, not measured: a worker runs for days, its first minutes are JIT compilation), for each level L, SessionReady
                 events are published at L / 5 s⁻¹ for %d s (sessions with one unanswered message each); RUNNING turns are
                 counted in the database every 250 ms. A level is *sustained* when every turn was answered and the p99
@@ -674,6 +674,7 @@ final class Report {
                 |---|---|---|---|---|---|---|---|---|---|---|---|
                 """.formatted(
                         r.heapLimit(),
+                        r.maxInFlight(),
                         run.options.inflightModelMs(),
                         50 * run.options.inflightWarmup().toSeconds(),
                         run.options.inflightHold().toSeconds(),

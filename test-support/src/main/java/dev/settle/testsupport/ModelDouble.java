@@ -32,6 +32,13 @@ import static org.awaitility.Awaitility.await;
 public final class ModelDouble implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ModelDouble.class);
     private static final Duration POLL = Duration.ofMillis(5);
+    /**
+     * How long a pause waits before it looks again whether the double closed (a client leaving wakes a watched pause at
+     * once): the double's own close is noticed this late at most. Not {@link #POLL}: ten thousand requests pausing
+     * 60 s would wake two million times a second.
+     */
+    private static final Duration PAUSE_STEP = Duration.ofMillis(100);
+
     private static final String PATH = "/v1/chat/completions";
 
     private final List<ModelRequest> requests = new CopyOnWriteArrayList<>();
@@ -45,6 +52,7 @@ public final class ModelDouble implements AutoCloseable {
     private final PrefixCache prefixCache = new PrefixCache();
     private volatile boolean simulatePrefixCache;
     private final LocalHttpServer http;
+    /** Null when unwatched ({@link #startUnwatched()}). */
     private final ClientFront front;
 
     /**
@@ -57,18 +65,28 @@ public final class ModelDouble implements AutoCloseable {
      */
     public record Disconnect(int sequence, java.time.Instant at, long bytesSent, int eventsSent) {}
 
-    private ModelDouble() {
+    private ModelDouble(boolean watched) {
         this.http = LocalHttpServer.start(this::answer);
-        this.front = ClientFront.start(http.port());
+        this.front = watched ? ClientFront.start(http.port()) : null;
     }
 
     public static ModelDouble start() {
-        return new ModelDouble();
+        return new ModelDouble(true);
+    }
+
+    /**
+     * A double without the front: clients connect to the server directly, one socket of this process per connection
+     * instead of three (the front's two and the server's), so that ten thousand calls held open fit in the process's
+     * open-file limit. It sees a client leave only when a write fails: {@link #cancelledCount()} and
+     * {@link #disconnects()} miss the clients that leave while it is silent.
+     */
+    public static ModelDouble startUnwatched() {
+        return new ModelDouble(false);
     }
 
     /** {@code http://127.0.0.1:PORT/v1}, the base URL for an OpenAI client. */
     public String baseUrl() {
-        return "http://127.0.0.1:" + front.port() + "/v1";
+        return "http://127.0.0.1:" + (front != null ? front.port() : http.port()) + "/v1";
     }
 
     /** The default script: {@code "echo: " + } the user text since the last assistant message. */
@@ -96,7 +114,8 @@ public final class ModelDouble implements AutoCloseable {
 
     /**
      * Simulates a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching): every later answer
-     * reports {@code cached_tokens} = the longest common prefix of its messages with those of any earlier request,
+     * reports {@code cached_tokens} = the longest common prefix of its messages with those of any earlier request
+     * answered while simulating,
      * at {@value PrefixCache#CHARS_PER_TOKEN} characters per token (unless its script set a cached figure).
      */
     public void simulatePrefixCache(boolean on) {
@@ -162,7 +181,9 @@ public final class ModelDouble implements AutoCloseable {
         closed.countDown();
         hangGate.countDown();
         http.stop();
-        front.close();
+        if (front != null) {
+            front.close();
+        }
     }
 
     private void answer(HttpExchange ex) throws IOException {
@@ -186,7 +207,8 @@ public final class ModelDouble implements AutoCloseable {
             return;
         }
         requests.add(request);
-        int cached = prefixCache.remember("", request);
+        // compared with every earlier request under one lock: only while simulating (ten thousand calls would queue)
+        int cached = simulatePrefixCache ? prefixCache.remember("", request) : 0;
         ModelResponse response;
         try {
             response = Objects.requireNonNull(script.apply(request), "script returned null");
@@ -198,7 +220,7 @@ public final class ModelDouble implements AutoCloseable {
             response = response.cachedTokens(cached);
         }
         ClientFront.Connection connection =
-                front.connection(ex.getRemoteAddress().getPort());
+                front == null ? null : front.connection(ex.getRemoteAddress().getPort());
         long bytesBefore = connection == null ? 0 : connection.bytesToClient();
         AtomicInteger events = new AtomicInteger();
         CompletionWriter.Outcome outcome = CompletionWriter.write(ex, request, response, timing(connection, events));
@@ -250,11 +272,15 @@ public final class ModelDouble implements AutoCloseable {
                         if (left <= 0) {
                             return true;
                         }
-                        long step = Math.min(left, POLL.toNanos());
-                        if (connection != null
-                                ? connection.awaitClientLeft(step)
-                                : closed.await(step, TimeUnit.NANOSECONDS)) {
-                            return false;
+                        long step = Math.min(left, PAUSE_STEP.toNanos());
+                        // unwatched, each sleeps on its own: thousands of timed waits on the one closed latch would
+                        // each clean its queue when they time out
+                        if (connection != null) {
+                            if (connection.awaitClientLeft(step)) {
+                                return false;
+                            }
+                        } else {
+                            Thread.sleep(Duration.ofNanos(step));
                         }
                     }
                 } catch (InterruptedException e) {

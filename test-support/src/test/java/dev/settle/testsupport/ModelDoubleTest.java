@@ -317,6 +317,43 @@ class ModelDoubleTest {
         assertThat(error.path("message").asString()).isEqualTo("model double error 429");
     }
 
+    /**
+     * Calls held open by an unwatched double cost this process two sockets each (the client's and the server's), not
+     * four (with the front's two), and are answered after their delay as usual.
+     */
+    @Test
+    void an_unwatched_double_holds_a_call_on_one_socket_and_answers_it_after_its_delay() throws Exception {
+        int calls = 40;
+        try (ModelDouble unwatched = ModelDouble.startUnwatched()) {
+            unwatched.respondWith(r -> ModelResponse.text("later").delay(Duration.ofSeconds(2)));
+            HttpClient http =
+                    HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            long before = openFiles();
+            List<CompletableFuture<HttpResponse<String>>> held = new java.util.ArrayList<>();
+            for (int i = 0; i < calls; i++) {
+                held.add(http.sendAsync(
+                        HttpRequest.newBuilder(URI.create(unwatched.baseUrl() + "/chat/completions"))
+                                .header("Content-Type", "application/json")
+                                .POST(HttpRequest.BodyPublishers.ofString(
+                                        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString()));
+            }
+            unwatched.awaitRequests(calls, Duration.ofSeconds(10));
+            assertThat(openFiles() - before).isLessThan(3L * calls);
+            for (CompletableFuture<HttpResponse<String>> call : held) {
+                assertThat(call.get(10, TimeUnit.SECONDS).body()).contains("later");
+            }
+        }
+    }
+
+    private static long openFiles() throws java.io.IOException {
+        try (java.util.stream.Stream<java.nio.file.Path> fds =
+                java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
+    }
+
     /** A raw HTTP client that sends a request and leaves once the double has it, before any answer. */
     private static void sendAndLeave(String body) throws Exception {
         HttpClient http = HttpClient.newHttpClient();

@@ -213,7 +213,7 @@ final class ModelHttpClient implements HttpClient {
                 request.method().name(),
                 request.body() == null
                         ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                        : java.net.http.HttpRequest.BodyPublishers.ofString(request.body()));
+                        : RequestBody.of(request.body()));
         if (readTimeout != null) {
             b.timeout(readTimeout);
         }

@@ -223,10 +223,7 @@ public class ModelStream {
             if (!tools.isEmpty()) {
                 request.toolSpecifications(tools);
             }
-            call.around(() -> {
-                model.chat(request.build(), handler(done, handle, output, streamedChars, deltas));
-                return null;
-            });
+            send(call, request.build(), handler(done, handle, output, streamedChars, deltas), done);
             ChatResponse response;
             try {
                 response = done.get(settings.timeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -250,6 +247,29 @@ public class ModelStream {
         } finally {
             control.streamEnded();
         }
+    }
+
+    /**
+     * Builds and sends the request on a virtual thread of its own that ends once the request is handed to the HTTP
+     * client: what serialising it caches per thread (Jackson 2's buffer recycler, kilobytes of char buffers held
+     * through a thread-local) goes with that thread instead of staying on the turn's thread for the whole model call.
+     * A failure to send fails {@code done}, as a failed exchange does.
+     */
+    private void send(
+            ModelCall call,
+            ChatRequest request,
+            StreamingChatResponseHandler handler,
+            CompletableFuture<ChatResponse> done) {
+        Thread.ofVirtual().name("model-send").start(() -> {
+            try {
+                call.around(() -> {
+                    model.chat(request, handler);
+                    return null;
+                });
+            } catch (Throwable e) {
+                done.completeExceptionally(e);
+            }
+        });
     }
 
     static Result result(ChatResponse response) {

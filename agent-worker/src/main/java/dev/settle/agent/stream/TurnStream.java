@@ -67,7 +67,9 @@ public final class TurnStream implements AutoCloseable {
     private final SessionLease.Lease lease;
     private final long turnId;
     private final AgentSettings.Stream settings;
-    private final Thread writer;
+    /** Started by the first delta, {@link #sync()} or end: a turn waiting for its model's first token holds no thread. */
+    private volatile Thread writer;
+
     private int nextSeq;
     /** Written by the writer thread only; read after it ended. */
     private final StringBuilder persisted = new StringBuilder();
@@ -90,7 +92,25 @@ public final class TurnStream implements AutoCloseable {
         this.turnId = turnId;
         this.settings = settings;
         queue.add(new Chunk(0, "", started));
-        this.writer = Thread.ofVirtual().name("turn-stream-" + turnId).start(this::write);
+    }
+
+    /** The writer, started on first use (once). */
+    private Thread writer() {
+        Thread w = writer;
+        if (w != null) {
+            return w;
+        }
+        synchronized (this) {
+            if (writer == null) {
+                writer = Thread.ofVirtual().name("turn-stream-" + turnId).start(this::write);
+            }
+            return writer;
+        }
+    }
+
+    /** Whether the writer thread was started: false until the first delta, sync or end. */
+    boolean writing() {
+        return writer != null;
     }
 
     /** Called by the model's stream, in order. */
@@ -102,6 +122,7 @@ public final class TurnStream implements AutoCloseable {
             data.put("seq", seq);
             data.put("text", text);
             queue.add(new Chunk(seq, text, new SessionEvents.Event("reply.delta", turnId, seq, data)));
+            writer();
         }
     }
 
@@ -112,6 +133,7 @@ public final class TurnStream implements AutoCloseable {
     public void sync() {
         CountDownLatch synced = new CountDownLatch(1);
         queue.add(new Chunk(-1, "", null, synced));
+        Thread writer = writer();
         awaitWriter(() -> {
             while (!synced.await(100, TimeUnit.MILLISECONDS) && writer.isAlive()) {
                 // the writer counts it down, or ends (and releases every sync) on a failure
@@ -148,7 +170,7 @@ public final class TurnStream implements AutoCloseable {
 
     private void end(Chunk how) {
         queue.add(how);
-        awaitWriter(writer::join);
+        awaitWriter(writer()::join);
     }
 
     private interface Wait {
@@ -253,7 +275,7 @@ public final class TurnStream implements AutoCloseable {
 
     @Override
     public void close() {
-        if (writer.isAlive()) {
+        if (writer().isAlive()) {
             queue.add(END);
         }
     }
