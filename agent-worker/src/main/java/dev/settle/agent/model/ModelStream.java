@@ -20,10 +20,12 @@ import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.TurnControl;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 import org.springframework.stereotype.Component;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -260,7 +262,11 @@ public class ModelStream {
             ChatRequest request,
             StreamingChatResponseHandler handler,
             CompletableFuture<ChatResponse> done) {
+        Map<String, String> logContext = MDC.getCopyOfContextMap();
         Thread.ofVirtual().name("model-send").start(() -> {
+            if (logContext != null) {
+                MDC.setContextMap(logContext); // the turn's session and turn ids on what sending logs
+            }
             try {
                 call.around(() -> {
                     model.chat(request, handler);
