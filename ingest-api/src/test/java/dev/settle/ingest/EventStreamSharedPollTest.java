@@ -28,10 +28,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Idle event streams share one poll per interval per ingest instance: {@value #STREAMS} open streams cost at most
- * one statement per poll interval (50 ms: 20 a second) and read no event rows, and no streams cost no statement. A
- * delta committed for one of them reaches that stream, and no other, exactly once and in seq order, also across a
- * reconnect with Last-Event-ID. Statements are counted exactly by {@link StatementCounter}; CPU and the delta's
- * latency (commit → the client read it) are printed, not asserted (the machine is shared).
+ * one statement per poll interval (50 ms: 20 a second), which reads a summary of at most {@value #BUCKETS} rows and
+ * no session's row while nothing changed, and read no event rows; no streams cost no statement. A delta committed
+ * for one of them reaches that stream, and no other, exactly once and in seq order, also across a reconnect with
+ * Last-Event-ID and to a second stream of the same session. Statements (and the rows they read) are counted exactly
+ * by {@link StatementCounter}; CPU and the delta's latency (commit → the client read it) are printed, not asserted
+ * (the machine is shared).
  */
 class EventStreamSharedPollTest {
     static final int STREAMS = 1000;
@@ -40,6 +42,8 @@ class EventStreamSharedPollTest {
     static final Duration WITHIN = Duration.ofSeconds(10);
     /** The default poll interval: at most one poll statement per interval. */
     static final long POLLS_PER_SECOND = 20;
+    /** The poller's buckets ({@code EventPoller.BUCKETS}): the rows of one idle poll, at most. */
+    static final long BUCKETS = 32;
 
     static IngestApp app;
     static TransactionTemplate tx;
@@ -142,7 +146,8 @@ class EventStreamSharedPollTest {
                 .toList();
     }
 
-    record Window(Map<String, Long> statements, double jvmCores, double dbCores, double pollerCores) {
+    record Window(
+            Map<String, Long> statements, Map<String, Long> rows, double jvmCores, double dbCores, double pollerCores) {
         long total() {
             return StatementCounter.total(statements);
         }
@@ -155,6 +160,7 @@ class EventStreamSharedPollTest {
     /** Statements and CPU during {@link #WINDOW}, waited out by Awaitility. */
     static Window measure() {
         Map<String, Long> before = StatementCounter.snapshot();
+        Map<String, Long> rowsBefore = StatementCounter.rowsSnapshot();
         long[] cpuBefore = cpu();
         long start = System.nanoTime();
         await().pollDelay(WINDOW).atMost(WINDOW.plusSeconds(5)).until(() -> true);
@@ -163,9 +169,18 @@ class EventStreamSharedPollTest {
         Map<String, Long> after = StatementCounter.snapshot();
         return new Window(
                 StatementCounter.delta(before, after),
+                StatementCounter.delta(rowsBefore, StatementCounter.rowsSnapshot()),
                 (cpuAfter[0] - cpuBefore[0]) / (double) took,
                 (cpuAfter[1] - cpuBefore[1]) / (double) took,
                 (cpuAfter[2] - cpuBefore[2]) / (double) took);
+    }
+
+    /** The statements (or rows) of the poller's reads of sessions' seqs, after a bucket had news. */
+    static long sessionReads(Map<String, Long> counts) {
+        return counts.entrySet().stream()
+                .filter(e -> e.getKey().startsWith("SELECT id, event_seq FROM chat_session WHERE id IN"))
+                .mapToLong(Map.Entry::getValue)
+                .sum();
     }
 
     @Test
@@ -215,13 +230,14 @@ class EventStreamSharedPollTest {
             Window idle = measure();
             Map<String, Long> threadsAfter = threadCpu();
             System.out.printf(
-                    "%d idle streams: %d statements in %s = %.1f/s %s, CPU %.3f cores (JVM) %.3f (MariaDB) %.4f (poller"
-                            + " thread)%n",
+                    "%d idle streams: %d statements in %s = %.1f/s %s, rows read %s, CPU %.3f cores (JVM) %.3f"
+                            + " (MariaDB) %.4f (poller thread)%n",
                     STREAMS,
                     idle.total(),
                     WINDOW,
                     idle.perSecond(),
                     idle.statements(),
+                    idle.rows(),
                     idle.jvmCores(),
                     idle.dbCores(),
                     idle.pollerCores());
@@ -231,6 +247,8 @@ class EventStreamSharedPollTest {
             }
 
             // a delta of one session reaches its stream alone, once, in order, promptly
+            Map<String, Long> detailBefore = StatementCounter.snapshot();
+            Map<String, Long> detailRowsBefore = StatementCounter.rowsSnapshot();
             long[] latencies = new long[DELTAS];
             long[] lastSeq = new long[STREAMS];
             for (int d = 0; d < DELTAS; d++) {
@@ -251,6 +269,14 @@ class EventStreamSharedPollTest {
                 lastSeq[i] = seq;
                 latencies[d] = Math.max(0, got.getFirst().receivedNanos() - committed);
             }
+            // each delta (one at a time) has its session's bucket read, 1/32 of the sessions, not all of them
+            long details = sessionReads(StatementCounter.delta(detailBefore, StatementCounter.snapshot()));
+            long detailRows = sessionReads(StatementCounter.delta(detailRowsBefore, StatementCounter.rowsSnapshot()));
+            System.out.printf("%d deltas: %d reads of sessions' seqs, %d rows%n", DELTAS, details, detailRows);
+            assertTrue(details >= DELTAS && details <= 2L * DELTAS, details + " reads of sessions' seqs");
+            assertTrue(
+                    detailRows <= details * Math.ceilDiv(STREAMS, BUCKETS),
+                    detailRows + " rows in " + details + " reads of sessions' seqs, at most one bucket each");
             Arrays.sort(latencies);
             System.out.printf(
                     "delta commit -> client, %d deltas over %d open streams: p50 %.1f ms, p99 %.1f ms, max %.1f ms%n",
@@ -278,8 +304,23 @@ class EventStreamSharedPollTest {
             assertEquals(1, after.size());
             assertEquals(Long.toString(next), after.getFirst().id());
 
+            // a second stream of a watched session (one the poller already saw) starts from its Last-Event-ID, and
+            // the next delta reaches both streams once
+            SseClient second = SseClient.open(shared, app, IngestApp.KEY, "idle-" + r, Long.toString(missed[0]));
+            List<SseClient.Event> caughtUp = second.take(3, WITHIN);
+            assertEquals(
+                    List.of(Long.toString(missed[1]), Long.toString(missed[2]), Long.toString(next)),
+                    caughtUp.stream().map(SseClient.Event::id).toList());
+            long both = append(r, "both");
+            for (SseClient s : List.of(resumed, second)) {
+                List<SseClient.Event> got = s.take(1, WITHIN);
+                assertEquals(1, got.size());
+                assertEquals(Long.toString(both), got.getFirst().id());
+            }
+            streams.add(second);
+
             // nothing reached any other stream, nor twice: every event taken above was the only one
-            for (int i = 0; i < STREAMS; i++) {
+            for (int i = 0; i < streams.size(); i++) {
                 assertEquals(0, streams.get(i).pending(), "stream " + i + " got more");
             }
 
@@ -296,6 +337,20 @@ class EventStreamSharedPollTest {
                             .mapToLong(Map.Entry::getValue)
                             .sum(),
                     "idle streams read no events: " + idle.statements());
+            long polls = idle.statements().entrySet().stream()
+                    .filter(e -> e.getKey().contains("FROM chat_session WHERE id IN"))
+                    .mapToLong(Map.Entry::getValue)
+                    .sum();
+            long pollRows = idle.rows().entrySet().stream()
+                    .filter(e -> e.getKey().contains("FROM chat_session WHERE id IN"))
+                    .mapToLong(Map.Entry::getValue)
+                    .sum();
+            assertTrue(polls > 0, "the poll ran: " + idle.statements());
+            assertTrue(
+                    pollRows <= BUCKETS * polls,
+                    pollRows + " rows read by " + polls + " idle polls, at most " + BUCKETS + " each: " + idle.rows());
+            assertEquals(
+                    0, sessionReads(idle.statements()), "an idle poll reads no session's row: " + idle.statements());
         } finally {
             for (SseClient s : streams) {
                 s.close();

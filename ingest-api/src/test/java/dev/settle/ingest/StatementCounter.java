@@ -17,18 +17,29 @@ import java.util.function.Supplier;
 
 /**
  * Counts every statement an application sends through Connector/J, by its SQL text (the text as written, before the
- * parameters are filled in). Installed by {@link #PROPERTY}; the counts are per JVM, so a test reads deltas.
+ * parameters are filled in), and the rows their results brought back. Installed by {@link #PROPERTY}; the counts are
+ * per JVM, so a test reads deltas.
  */
 public final class StatementCounter implements QueryInterceptor {
     /** The property that installs the counter on an application's pool. */
     public static final String PROPERTY = "spring.datasource.hikari.data-source-properties.queryInterceptors";
 
     private static final Map<String, LongAdder> BY_SQL = new ConcurrentHashMap<>();
+    private static final Map<String, LongAdder> ROWS_BY_SQL = new ConcurrentHashMap<>();
 
     /** A snapshot of the counts so far, by SQL text with its whitespace collapsed. */
     public static Map<String, Long> snapshot() {
+        return shortened(BY_SQL);
+    }
+
+    /** The result rows read so far, by SQL text as in {@link #snapshot} (statements without rows left out). */
+    public static Map<String, Long> rowsSnapshot() {
+        return shortened(ROWS_BY_SQL);
+    }
+
+    private static Map<String, Long> shortened(Map<String, LongAdder> counts) {
         Map<String, Long> out = new TreeMap<>();
-        BY_SQL.forEach((sql, n) -> out.merge(shorten(sql), n.sum(), Long::sum));
+        counts.forEach((sql, n) -> out.merge(shorten(sql), n.sum(), Long::sum));
         return out;
     }
 
@@ -55,9 +66,13 @@ public final class StatementCounter implements QueryInterceptor {
 
     @Override
     public <T extends Resultset> T preProcess(Supplier<String> sql, Query query) {
-        String text = query instanceof PreparedQuery prepared ? prepared.getOriginalSql() : sql.get();
-        BY_SQL.computeIfAbsent(text == null ? "?" : text, k -> new LongAdder()).increment();
+        BY_SQL.computeIfAbsent(text(sql, query), k -> new LongAdder()).increment();
         return null;
+    }
+
+    private static String text(Supplier<String> sql, Query query) {
+        String text = query instanceof PreparedQuery prepared ? prepared.getOriginalSql() : sql.get();
+        return text == null ? "?" : text;
     }
 
     private static String shorten(String sql) {
@@ -80,6 +95,14 @@ public final class StatementCounter implements QueryInterceptor {
     @Override
     public <T extends Resultset> T postProcess(
             Supplier<String> sql, Query query, T originalResultSet, ServerSession serverSession) {
+        // a result read whole knows its size; a streamed one (size unknown) is not counted
+        if (originalResultSet != null
+                && originalResultSet.getRows() != null
+                && originalResultSet.getRows().size() > 0) {
+            ROWS_BY_SQL
+                    .computeIfAbsent(text(sql, query), k -> new LongAdder())
+                    .add(originalResultSet.getRows().size());
+        }
         return null;
     }
 }

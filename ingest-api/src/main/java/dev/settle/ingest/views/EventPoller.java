@@ -9,29 +9,35 @@ import org.springframework.stereotype.Component;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.StringJoiner;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.IntStream;
 
 /**
  * The one poller of this ingest instance's open event streams: each stream registers a {@link Watch} of its session
  * and blocks its own (virtual) thread until the poller reports news; the poller alone looks at the database while the
  * streams are idle. The cost of idle streams is therefore one statement per poll interval per {@value #CHUNK}
- * watched sessions, however many streams watch them, and nothing at all while no stream is open.
+ * watched sessions, however many streams watch them, reading at most {@value #BUCKETS} rows, and nothing at all
+ * while no stream is open.
  *
  * <p>Each round, every {@code settle.events.poll-interval} after the previous one ended:
  *
  * <ol>
- *   <li>{@link #SEQS}: the {@code event_seq} of every watched session, by primary key. {@code SessionEvents} bumps
- *       it in the transaction that inserts the events, so a committed value N means events up to seq N are
- *       committed and readable; a watch whose value grew is woken, and its stream reads its new rows itself
+ *   <li>{@link #SUMS}: per bucket of the watched sessions (their primary key modulo {@value #BUCKETS}), the count of
+ *       their rows and the sum of their {@code event_seq}. {@code SessionEvents} bumps {@code event_seq} in the
+ *       transaction that inserts the events, so a committed value N means events up to seq N are committed and
+ *       readable. It only grows, so a bucket whose count and sum are those of the seqs its watches saw has no news
+ *       (a missing row changes the count); a bucket holding a watch that saw nothing yet has news.</li>
+ *   <li>{@link #SEQS}, only when some bucket has news: the {@code event_seq} of that bucket's sessions, by primary
+ *       key; a watch whose value grew is woken, and its stream reads its new rows itself
  *       ({@link EventStream#AFTER}).</li>
  *   <li>{@link #FIND}: the sessions that streams wait for because their id was not used yet, by the tenant's unique
  *       key {@code (tenant_id, external_id)}; a watch whose session appeared gets its primary key and is woken.
@@ -44,7 +50,17 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 @Component
 class EventPoller implements SmartLifecycle {
+    /**
+     * The buckets of {@link #SUMS}: an idle round reads at most this many rows per statement, and news of one session
+     * has {@link #SEQS} read about 1/{@value} of the chunk's sessions.
+     */
+    static final int BUCKETS = 32;
+
     /** {@code (?)} stands for the primary keys of the chunk's sessions, written into the text. */
+    static final String SUMS = "SELECT MOD(id, " + BUCKETS + "), COUNT(*), SUM(event_seq) FROM chat_session"
+            + " WHERE id IN (?) GROUP BY MOD(id, " + BUCKETS + ")";
+
+    /** {@code (?)} stands for the primary keys of the sessions of the buckets with news, written into the text. */
     static final String SEQS = "SELECT id, event_seq FROM chat_session WHERE id IN (?)";
 
     /** The condition is repeated, joined by OR, once per (tenant, id) in the chunk: a range on the unique key. */
@@ -204,7 +220,69 @@ class EventPoller implements SmartLifecycle {
     private record Key(String tenant, String sessionId) {}
 
     /** The statements of a round and the watches their rows concern, kept while the set of watches is unchanged. */
-    private record Plan(List<String> seqs, Map<Long, Watch[]> byPk, List<List<Key>> finds, Map<Key, Watch[]> byKey) {}
+    private record Plan(List<Chunk> chunks, Map<Long, Watch[]> byPk, List<List<Key>> finds, Map<Key, Watch[]> byKey) {}
+
+    /**
+     * The sessions of one {@link #SUMS} statement by bucket, with their watches, its text (an unchanged set of watches
+     * re-sends it as is), and per bucket the count and sum its row has while the bucket has no news. Only the poller's
+     * thread uses it: an idle round compares the summary's rows with these figures and touches nothing else.
+     */
+    private static final class Chunk {
+        final String sums;
+        final long[][] pks = new long[BUCKETS][];
+        final Watch[][][] watches = new Watch[BUCKETS][][];
+        final long[] count = new long[BUCKETS];
+        final long[] sum = new long[BUCKETS];
+        /** a watch of the bucket saw nothing yet: the bucket has news */
+        final boolean[] unseen = new boolean[BUCKETS];
+
+        Chunk(long[] chunk, Map<Long, Watch[]> byPk) {
+            sums = SUMS.replace("(?)", ids(chunk));
+            int[] sizes = new int[BUCKETS];
+            for (long pk : chunk) {
+                sizes[bucket(pk)]++;
+            }
+            for (int b = 0; b < BUCKETS; b++) {
+                pks[b] = new long[sizes[b]];
+                watches[b] = new Watch[sizes[b]][];
+            }
+            int[] filled = new int[BUCKETS];
+            for (long pk : chunk) {
+                int b = bucket(pk);
+                pks[b][filled[b]] = pk;
+                watches[b][filled[b]++] = byPk.get(pk);
+            }
+            for (int b = 0; b < BUCKETS; b++) {
+                expect(b);
+            }
+        }
+
+        /** The bucket of a session in {@link #SUMS}: {@code MOD(id, BUCKETS)} (keys are positive). */
+        static int bucket(long pk) {
+            return (int) (pk % BUCKETS);
+        }
+
+        /**
+         * Writes down bucket {@code b}'s row while its watches have seen every seq: for each session, the lowest seq
+         * its watches saw.
+         */
+        void expect(int b) {
+            count[b] = pks[b].length;
+            sum[b] = 0;
+            unseen[b] = false;
+            for (Watch[] session : watches[b]) {
+                long seen = Long.MAX_VALUE;
+                for (Watch w : session) {
+                    seen = Math.min(seen, w.committed);
+                }
+                if (seen < 0) {
+                    unseen[b] = true;
+                } else {
+                    sum[b] += seen;
+                }
+            }
+        }
+    }
 
     /** One look at every watched session. */
     private void round() {
@@ -214,13 +292,30 @@ class EventPoller implements SmartLifecycle {
             plannedAt = now;
         }
         Map<Long, Watch[]> byPk = plan.byPk();
-        for (String sql : plan.seqs()) {
-            jdbc.query(sql, rs -> {
-                long seq = rs.getLong(2);
-                for (Watch w : byPk.get(rs.getLong(1))) {
-                    w.saw(seq);
-                }
+        for (Chunk chunk : plan.chunks()) {
+            boolean[] same = new boolean[BUCKETS];
+            jdbc.query(chunk.sums, rs -> {
+                int b = rs.getInt(1);
+                same[b] = !chunk.unseen[b] && rs.getLong(2) == chunk.count[b] && rs.getLong(3) == chunk.sum[b];
             });
+            int[] news = IntStream.range(0, BUCKETS)
+                    .filter(b -> !same[b] && chunk.pks[b].length > 0)
+                    .toArray();
+            if (news.length > 0) {
+                long[] pks = Arrays.stream(news)
+                        .mapToObj(b -> chunk.pks[b])
+                        .flatMapToLong(Arrays::stream)
+                        .toArray();
+                jdbc.query(SEQS.replace("(?)", ids(pks)), rs -> {
+                    long seq = rs.getLong(2);
+                    for (Watch w : byPk.get(rs.getLong(1))) {
+                        w.saw(seq);
+                    }
+                });
+                for (int b : news) {
+                    chunk.expect(b);
+                }
+            }
         }
         String term = FIND.substring(FIND.indexOf("(tenant_id"));
         for (List<Key> chunk : plan.finds()) {
@@ -244,10 +339,16 @@ class EventPoller implements SmartLifecycle {
         }
     }
 
-    /**
-     * Groups the watches by session. The primary keys are numbers, written into the text of {@link #SEQS}: an
-     * unchanged set of watches re-sends the same texts, with nothing to bind.
-     */
+    /** The primary keys, as the text of an IN list: {@code (1,2,3)}. */
+    private static String ids(long[] pks) {
+        StringBuilder ids = new StringBuilder(pks.length * 8).append('(');
+        for (long pk : pks) {
+            ids.append(ids.length() > 1 ? "," : "").append(pk);
+        }
+        return ids.append(')').toString();
+    }
+
+    /** Groups the watches by session, and the sessions into statements of {@value #CHUNK}. */
     private Plan plan() {
         Map<Long, List<Watch>> byPk = new HashMap<>();
         Map<Key, List<Watch>> byKey = new HashMap<>();
@@ -260,25 +361,21 @@ class EventPoller implements SmartLifecycle {
                         .add(w);
             }
         }
-        List<String> seqs = new ArrayList<>();
-        List<Long> pks = new ArrayList<>(byPk.keySet());
-        for (int from = 0; from < pks.size(); from += CHUNK) {
-            StringJoiner ids = new StringJoiner(",", "(", ")");
-            for (Long pk : pks.subList(from, Math.min(pks.size(), from + CHUNK))) {
-                ids.add(Long.toString(pk));
-            }
-            seqs.add(SEQS.replace("(?)", ids.toString()));
+        Map<Long, Watch[]> pkWatches = new HashMap<>();
+        byPk.forEach((pk, ws) -> pkWatches.put(pk, ws.toArray(Watch[]::new)));
+        List<Chunk> chunks = new ArrayList<>();
+        long[] pks = byPk.keySet().stream().mapToLong(Long::longValue).toArray();
+        for (int from = 0; from < pks.length; from += CHUNK) {
+            chunks.add(new Chunk(Arrays.copyOfRange(pks, from, Math.min(pks.length, from + CHUNK)), pkWatches));
         }
         List<Key> keys = new ArrayList<>(byKey.keySet());
         List<List<Key>> finds = new ArrayList<>();
         for (int from = 0; from < keys.size(); from += CHUNK) {
             finds.add(List.copyOf(keys.subList(from, Math.min(keys.size(), from + CHUNK))));
         }
-        Map<Long, Watch[]> pkWatches = new HashMap<>();
-        byPk.forEach((pk, ws) -> pkWatches.put(pk, ws.toArray(Watch[]::new)));
         Map<Key, Watch[]> keyWatches = new HashMap<>();
         byKey.forEach((key, ws) -> keyWatches.put(key, ws.toArray(Watch[]::new)));
-        return new Plan(seqs, pkWatches, finds, keyWatches);
+        return new Plan(chunks, pkWatches, finds, keyWatches);
     }
 
     @Override
