@@ -19,7 +19,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.stream.IntStream;
 
 /**
  * The one poller of this ingest instance's open event streams: each stream registers a {@link Watch} of its session
@@ -298,22 +297,23 @@ class EventPoller implements SmartLifecycle {
                 int b = rs.getInt(1);
                 same[b] = !chunk.unseen[b] && rs.getLong(2) == chunk.count[b] && rs.getLong(3) == chunk.sum[b];
             });
-            int[] news = IntStream.range(0, BUCKETS)
-                    .filter(b -> !same[b] && chunk.pks[b].length > 0)
-                    .toArray();
-            if (news.length > 0) {
-                long[] pks = Arrays.stream(news)
-                        .mapToObj(b -> chunk.pks[b])
-                        .flatMapToLong(Arrays::stream)
-                        .toArray();
-                jdbc.query(SEQS.replace("(?)", ids(pks)), rs -> {
+            StringBuilder news = null;
+            for (int b = 0; b < BUCKETS; b++) {
+                if (!same[b] && chunk.pks[b].length > 0) {
+                    news = ids(news, chunk.pks[b]);
+                }
+            }
+            if (news != null) {
+                jdbc.query(SEQS.replace("(?)", news.append(')')), rs -> {
                     long seq = rs.getLong(2);
                     for (Watch w : byPk.get(rs.getLong(1))) {
                         w.saw(seq);
                     }
                 });
-                for (int b : news) {
-                    chunk.expect(b);
+                for (int b = 0; b < BUCKETS; b++) {
+                    if (!same[b]) {
+                        chunk.expect(b);
+                    }
                 }
             }
         }
@@ -341,11 +341,16 @@ class EventPoller implements SmartLifecycle {
 
     /** The primary keys, as the text of an IN list: {@code (1,2,3)}. */
     private static String ids(long[] pks) {
-        StringBuilder ids = new StringBuilder(pks.length * 8).append('(');
+        return ids(null, pks).append(')').toString();
+    }
+
+    /** Appends the primary keys to an IN list's text (null: a new one), which the caller closes. */
+    private static StringBuilder ids(StringBuilder list, long[] pks) {
+        StringBuilder ids = list != null ? list : new StringBuilder(pks.length * 8).append('(');
         for (long pk : pks) {
             ids.append(ids.length() > 1 ? "," : "").append(pk);
         }
-        return ids.append(')').toString();
+        return ids;
     }
 
     /** Groups the watches by session, and the sessions into statements of {@value #CHUNK}. */
