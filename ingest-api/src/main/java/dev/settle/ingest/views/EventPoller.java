@@ -55,9 +55,12 @@ class EventPoller implements SmartLifecycle {
      */
     static final int BUCKETS = 32;
 
-    /** {@code (?)} stands for the primary keys of the chunk's sessions, written into the text. */
-    static final String SUMS = "SELECT MOD(id, " + BUCKETS + "), COUNT(*), SUM(event_seq) FROM chat_session"
-            + " WHERE id IN (?) GROUP BY MOD(id, " + BUCKETS + ")";
+    /**
+     * {@code (?)} stands for the primary keys of the chunk's sessions, written into the text. The sum is cast to a
+     * BIGINT (a SUM is a DECIMAL), which the driver reads as a number without a BigDecimal per row.
+     */
+    static final String SUMS = "SELECT MOD(id, " + BUCKETS + "), COUNT(*), CAST(SUM(event_seq) AS SIGNED)"
+            + " FROM chat_session WHERE id IN (?) GROUP BY MOD(id, " + BUCKETS + ")";
 
     /** {@code (?)} stands for the primary keys of the sessions of the buckets with news, written into the text. */
     static final String SEQS = "SELECT id, event_seq FROM chat_session WHERE id IN (?)";
