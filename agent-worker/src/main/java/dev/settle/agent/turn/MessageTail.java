@@ -28,7 +28,7 @@ public final class MessageTail {
     /**
      * How long a transaction of ingest may take between inserting a message and committing it and still be read: an
      * accept transaction (group commit included) takes milliseconds; two seconds cover a slow commit with room to
-     * spare, at the cost of reading each message about 40 times at the default 50 ms poll.
+     * spare, at the cost of reading each message again on the rescans of that span ({@link #RESCAN_EVERY}).
      */
     static final Duration LOOKBACK = Duration.ofSeconds(2);
 

@@ -12,6 +12,7 @@ import org.springframework.web.method.HandlerMethod;
 import org.springframework.web.servlet.HandlerInterceptor;
 
 import java.io.IOException;
+import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -103,18 +104,18 @@ final class RouteAccess implements HandlerInterceptor {
         if (role == null) {
             return null;
         }
-        RateBucket bucket = AnnotatedElementUtils.findMergedAnnotation(method.getMethod(), RateBucket.class);
-        if (bucket == null) {
-            bucket = AnnotatedElementUtils.findMergedAnnotation(method.getBeanType(), RateBucket.class);
-        }
+        RateBucket bucket = annotation(method, RateBucket.class);
         return new Rule(role, bucket == null ? RateBucket.Bucket.REQUESTS : bucket.value());
     }
 
+    /** The handler's annotation of this type: on its method, else on its class (the method wins). */
+    private static <A extends Annotation> A annotation(HandlerMethod method, Class<A> type) {
+        A found = AnnotatedElementUtils.findMergedAnnotation(method.getMethod(), type);
+        return found != null ? found : AnnotatedElementUtils.findMergedAnnotation(method.getBeanType(), type);
+    }
+
     static Caller.Role required(HandlerMethod method) {
-        ApiAccess access = AnnotatedElementUtils.findMergedAnnotation(method.getMethod(), ApiAccess.class);
-        if (access == null) {
-            access = AnnotatedElementUtils.findMergedAnnotation(method.getBeanType(), ApiAccess.class);
-        }
+        ApiAccess access = annotation(method, ApiAccess.class);
         return access == null ? null : access.value();
     }
 }
