@@ -42,8 +42,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       (same heap), the two raw statements behind Spring MVC: what the stack alone costs.</li>
  *   <li>Group commit ({@value #GROUP_COMMIT}{@code =true}, unless the run's default mode has it already) in a JVM
  *       of its own: saturation as above, then the open loop at the default mode's half-load rate (the operating
- *       point an operator compares the two modes at: same offered rate, same step length) and at half of its own
- *       saturation.</li>
+ *       point an operator compares the two modes at: same offered rate, same step length), in {@value #PAIRS}
+ *       rounds that alternate between the two modes' instances (both kept running), each mode's steps pooled into
+ *       one histogram, so that a slow moment of the machine falls on both; and at half of its own saturation.</li>
  * </ol>
  *
  * <p>Every stage reports the CPU of each process: the service JVM and MariaDB's {@code mariadbd} from
@@ -64,6 +65,7 @@ final class IngestBench {
             double kafkaAckedP50Ms,
             List<Step> ladder,
             Step half,
+            Step offHalf,
             Cpu satCpu,
             Cpu rawCpu,
             Cpu bareCpu,
@@ -198,8 +200,6 @@ final class IngestBench {
                     half = step;
                 }
             }
-            ingest.close();
-
             boolean gcAlready = o.extra().containsKey(GROUP_COMMIT);
             Bench.log("ingest: starting the bare accept app"
                     + (gcAlready ? "" : " and ingest-api with " + GROUP_COMMIT + "=true") + ", each in its own JVM");
@@ -218,14 +218,25 @@ final class IngestBench {
             }
             Stage gc = null;
             Step gcHalf = null;
+            Step offHalf = null;
             Step gcOwnHalf = null;
-            try (Child gcApp = gcChild) {
+            try (ingest;
+                    Child gcApp = gcChild) {
                 if (gcApp != null) {
                     target[0] = gcApp.base();
                     gc = measure(
                             "saturation, group commit", "ingest-group-commit", gcApp, infra, jdbc, accept, statuses, o);
                     if (half != null) {
-                        gcHalf = step("group commit, ", half.offered(), accept, o);
+                        List<Step> off = new ArrayList<>();
+                        List<Step> on = new ArrayList<>();
+                        for (int round = 0; round < PAIRS; round++) {
+                            target[0] = base;
+                            off.add(step("group commit off, round " + (round + 1) + ", ", half.offered(), accept, o));
+                            target[0] = gcApp.base();
+                            on.add(step("group commit on, round " + (round + 1) + ", ", half.offered(), accept, o));
+                        }
+                        offHalf = pooled(off);
+                        gcHalf = pooled(on);
                     }
                     gcOwnHalf = step("group commit, ", Math.max(1, gc.result().rate() * HALF), accept, o);
                 }
@@ -243,6 +254,7 @@ final class IngestBench {
                     kafka[1],
                     ladder,
                     half,
+                    offHalf,
                     satCpu,
                     rawCpu,
                     bare.cpu(),
@@ -259,6 +271,26 @@ final class IngestBench {
 
     /** The ladder's step that goal 2 compares the modes at: half of the saturation rate. */
     static final double HALF = 0.5;
+
+    /** Rounds of goal 2's comparison at half load, each one step of each mode. */
+    static final int PAIRS = 3;
+
+    /** Steps of one offered rate as one: their latencies in one histogram, their counts and seconds summed. */
+    static Step pooled(List<Step> steps) {
+        Histogram latency = Load.micros();
+        long ok = 0;
+        long failed = 0;
+        long total = 0;
+        double seconds = 0;
+        for (Step s : steps) {
+            latency.add(s.result().latency());
+            ok += s.result().ok();
+            failed += s.result().failed();
+            total += s.result().total();
+            seconds += s.result().seconds();
+        }
+        return new Step(steps.getFirst().offered(), new Load.Result(ok, failed, seconds, latency, total));
+    }
 
     /** One open-loop step of the ladder's length at {@code rate} against the current target. */
     private static Step step(String label, double rate, Load.Op accept, Bench.Options o) throws InterruptedException {
