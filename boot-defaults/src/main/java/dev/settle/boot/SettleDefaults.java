@@ -66,6 +66,15 @@ public final class SettleDefaults {
         p.put("spring.kafka.consumer.key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         p.put("spring.kafka.consumer.value-deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         p.put("spring.kafka.consumer.auto-offset-reset", "earliest");
+        // Consumers commit their offsets once a second, not after every poll: at a few records per poll that was an
+        // offset commit, a broker write, per event. Events are wake-up hints whose handlers are idempotent (an
+        // answered version arms nothing, a claim with nothing to answer changes nothing), so what a crash redelivers
+        // (at most the last seconds' events) costs a re-check, not a promise; a rebalance or a stop commits first.
+        // An idle consumer's poll returns every second (the broker's long poll, fetch.max.wait.ms, is shorter still),
+        // so a pending commit is at most about two seconds late.
+        p.put("spring.kafka.listener.ack-mode", "TIME");
+        p.put("spring.kafka.listener.ack-time", "1s");
+        p.put("spring.kafka.listener.poll-timeout", "1s");
         return p;
     }
 }
