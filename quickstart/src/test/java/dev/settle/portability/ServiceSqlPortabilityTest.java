@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ServiceSqlPortabilityTest {
     private static final Pattern SQL =
-            Pattern.compile("^\\s*(?:SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|CREATE|ALTER|DROP)\\s");
+            Pattern.compile("^\\s*\\(?\\s*(?:SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|CREATE|ALTER|DROP)\\s");
     private static final List<String> PACKAGES = List.of(
             "dev/settle/schema",
             "dev/settle/contracts",
@@ -49,6 +49,7 @@ class ServiceSqlPortabilityTest {
                 "dev.settle.agent.lease.SessionLease.CLAIM",
                 "dev.settle.debounce.DebounceTimers.ARM",
                 "dev.settle.ingest.views.SessionViews.SESSION",
+                "dev.settle.agent.turn.Conversation.READ",
                 "changelog#1")) {
             assertTrue(statements.containsKey(known), known + " not collected");
         }
