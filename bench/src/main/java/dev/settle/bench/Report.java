@@ -532,7 +532,8 @@ final class Report {
                 SQL per reply, per application (all three run in the bench's JVM, each pool traced by
                 `dev.settle.testsupport.SqlTrace`, the Connector/J interceptor): statements and transactions (a COMMIT,
                 or a write that committed on its own) caused by replies, divided by the replies; idle polls (a background
-                loop's SELECT that found nothing, or the timer firer's look-ahead) per second of the stage, apart.
+                loop's SELECT that found nothing, the timer firer's look-ahead, the lease renewal rounds) per second of
+                the stage, apart.
                 Budget of issue 18 (quickstart's `ReplyCostTest` counts the same way): ≤ 25 statements and ≤ 5
                 transactions per reply across all three applications.
 

@@ -19,9 +19,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 /**
  * What one reply costs in SQL across the three applications (issue 18's budget: ≤ 25 statements, ≤ 5
  * transactions), counted statement by statement with {@link SqlTrace}: a single message, no tools, a model that
- * answers at once. A statement is the reply's unless a background loop ran it and it found nothing (an idle poll)
- * or it only looked ahead (the timer firer's sleep length): those cost per second, not per reply, and are
- * reported apart. A transaction is a COMMIT, or a write that committed on its own (autocommit, no START TRANSACTION).
+ * answers at once. A statement is the reply's unless a background loop ran it and it found nothing (an idle poll),
+ * it only looked ahead (the timer firer's sleep length) or it was a lease renewal round (one per heartbeat period for
+ * every lease the worker holds; the reply's short turn falls in one only by chance): those cost per second, not per
+ * reply, and are reported apart ({@link SqlTrace.Statement#idlePoll()}). A transaction is a COMMIT, or a write that committed on its own (autocommit, no START TRANSACTION).
  */
 class ReplyCostTest {
     static SettleSystem settle;

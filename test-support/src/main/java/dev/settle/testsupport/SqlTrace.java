@@ -66,12 +66,15 @@ public final class SqlTrace implements QueryInterceptor {
         /**
          * A poll of a loop that runs whether or not there is work ({@link #LOOP_THREADS}) that found nothing (a
          * SELECT of no rows), only looked ahead (the timer firer's sleep length) or read the new messages (the
-         * interrupt watcher's tail, read every poll while turns are in flight): it costs per second, not per reply.
+         * interrupt watcher's tail, read every poll while turns are in flight), or a lease renewal round (one per
+         * heartbeat period for all the worker's leases, whether a reply's turn happens to be among them or not): it
+         * costs per second, not per reply.
          */
         public boolean idlePoll() {
             boolean loop = LOOP_THREADS.stream().anyMatch(thread::startsWith);
             return loop
-                    && (shape().contains("MIN(fire_at)")
+                    && (thread.startsWith("lease-heartbeat")
+                            || shape().contains("MIN(fire_at)")
                             || (thread.startsWith("interrupt-watcher") && shape().contains("FROM chat_message"))
                             || (verb().equals("SELECT") && rows == 0));
         }
