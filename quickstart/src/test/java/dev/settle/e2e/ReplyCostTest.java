@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * answers at once. A statement is the reply's unless a background loop ran it and it found nothing (an idle poll),
  * it only looked ahead (the timer firer's sleep length) or it was a lease renewal round (one per heartbeat period for
  * every lease the worker holds; the reply's short turn falls in one only by chance): those cost per second, not per
- * reply, and are reported apart ({@link SqlTrace.Statement#idlePoll()}). A transaction is a COMMIT, or a write that committed on its own (autocommit, no START TRANSACTION).
+ * reply, and are reported apart ({@link SqlTrace.Statement#idlePoll()}). A transaction is a COMMIT, or a write that
+ * committed on its own (autocommit, no START TRANSACTION).
  */
 class ReplyCostTest {
     static SettleSystem settle;
