@@ -35,9 +35,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>Raw limit, a pool with ingest-api's size and Connector/J settings in this JVM, same clients: one
  *       transaction of one UPDATE of the session row (the version bump) and one INSERT of a message row, the
  *       shapes of the accept transaction, without HTTP and without Kafka.</li>
- *   <li>Raw produce rate on the same broker: a producer with ingest-api's settings (acks=all, linger 1 ms)
- *       sending MessageAccepted-sized records as fast as the broker acknowledges them.</li>
  *   <li>Offered-load ladder (open loop, latency from the intended send time): fractions of the saturation rate.</li>
+ *   <li>Raw produce rate on the same broker: a producer with ingest-api's settings (acks=all, linger 1 ms)
+ *       sending MessageAccepted-sized records as fast as the broker acknowledges them (after the ladder, whose
+ *       latencies its garbage would disturb).</li>
  *   <li>Bare accept: the same clients against {@link dev.settle.bench.bare.BareAcceptApp} in a JVM of its own
  *       (same heap), the two raw statements behind Spring MVC: what the stack alone costs.</li>
  *   <li>Group commit ({@value #GROUP_COMMIT}{@code =true}, unless the run's default mode has it already) in a JVM
@@ -188,9 +189,6 @@ final class IngestBench {
             Profiler.Profile rawProfile = rawRec == null ? null : Profiler.stop(rawRec, o.jfrDir());
             logCpu("raw", rawResult.rate(), "tx/s", rawCpu);
 
-            double[] kafka = kafkaRaw(s.kafka.bootstrapServers(), o.stage().dividedBy(2));
-            Bench.log("ingest: raw produce " + Math.round(kafka[0]) + " records/s");
-
             List<Step> ladder = new ArrayList<>();
             Step half = null;
             for (double f : o.ladder()) {
@@ -200,6 +198,11 @@ final class IngestBench {
                     half = step;
                 }
             }
+            // after the ladder: the flood of records it produces (and collects) in this JVM, which also runs the load
+            // clients, would otherwise stall one of the ladder's steps
+            double[] kafka = kafkaRaw(s.kafka.bootstrapServers(), o.stage().dividedBy(2));
+            Bench.log("ingest: raw produce " + Math.round(kafka[0]) + " records/s");
+
             boolean gcAlready = o.extra().containsKey(GROUP_COMMIT);
             Bench.log("ingest: starting the bare accept app"
                     + (gcAlready ? "" : " and ingest-api with " + GROUP_COMMIT + "=true") + ", each in its own JVM");
