@@ -346,9 +346,12 @@ class EventStreamSharedPollTest {
                     .mapToLong(Map.Entry::getValue)
                     .sum();
             assertTrue(polls > 0, "the poll ran: " + idle.statements());
+            // a statement is counted when sent and its rows when they come back: a poll in flight as the window
+            // opened brings its rows into the window without its statement
             assertTrue(
-                    pollRows <= BUCKETS * polls,
-                    pollRows + " rows read by " + polls + " idle polls, at most " + BUCKETS + " each: " + idle.rows());
+                    pollRows <= BUCKETS * (polls + 1),
+                    pollRows + " rows read by " + polls + " idle polls (+1 in flight), at most " + BUCKETS + " each: "
+                            + idle.rows());
             assertEquals(
                     0, sessionReads(idle.statements()), "an idle poll reads no session's row: " + idle.statements());
         } finally {
