@@ -19,7 +19,6 @@ class GroupCommitAcceptRaceTest extends AcceptRaceTest {
     @BeforeAll
     static void start() {
         app = new IngestApp("race_gc", props(true));
-        timesRise = true;
     }
 
     /**

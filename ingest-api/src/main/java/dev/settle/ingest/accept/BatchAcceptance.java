@@ -40,8 +40,9 @@ import java.util.TreeMap;
  *       one statement each for all accepted messages; then the commit.</li>
  * </ol>
  *
- * <p>Times: every message of a batch is stamped with the batch's database time, the k-th message of a session in the
- * batch k µs later, so a session's message times rise with its versions.
+ * <p>Times: every message of a batch is stamped with the batch's database time, read after its locks, or 1 µs after its
+ * session's previous message when that is later ({@link MessageTimes}), so a session's message times rise with its
+ * versions.
  */
 final class BatchAcceptance {
     /** One row per session of the batch, in (tenant, session id) order. */
@@ -55,7 +56,7 @@ final class BatchAcceptance {
     /** Every tenant × every session id of the batch (pairs not in the batch are ignored). */
     static final String READ_SESSIONS =
             "SELECT s.id, s.tenant_id, s.external_id, s.version, s.event_seq, s.replied_version, s.failed_version, "
-                    + "s.oldest_unanswered_at, " + SessionRules.EFFECTIVE_POLICY + " AS policy, "
+                    + "s.oldest_unanswered_at, s.last_message_at, " + SessionRules.EFFECTIVE_POLICY + " AS policy, "
                     + SessionRules.LEASE_LIVE + " AS generating, " + """
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
                    UTC_TIMESTAMP(6) AS now
@@ -126,11 +127,16 @@ final class BatchAcceptance {
     }
 
     /**
+     * @param written run after the batch's last statement, before its commit
      * @return the outcome of each item, in the items' order, once the batch committed
      * @throws RuntimeException any failure of the batch: nothing of it may be assumed stored or not
      */
-    List<Outcome> acceptAll(List<Item> items) {
-        return tx.execute(status -> decideAndWrite(items));
+    List<Outcome> acceptAll(List<Item> items, Runnable written) {
+        return tx.execute(status -> {
+            List<Outcome> outcomes = decideAndWrite(items);
+            written.run();
+            return outcomes;
+        });
     }
 
     private List<Outcome> decideAndWrite(List<Item> items) {
@@ -171,6 +177,7 @@ final class BatchAcceptance {
                     s.repliedVersion = rs.getLong("replied_version");
                     s.failedVersion = rs.getLong("failed_version");
                     s.oldest = DbTime.instant(rs, "oldest_unanswered_at");
+                    s.latest = DbTime.instant(rs, "last_message_at");
                     s.policy = rs.getString("policy");
                     s.generating = rs.getBoolean("generating");
                     s.armed = rs.getBoolean("armed");
@@ -213,7 +220,7 @@ final class BatchAcceptance {
                 outcomes.add(new Outcome(null, MessageAcceptance.sessionBusy()));
                 continue;
             }
-            Instant at = now[0].plusNanos(1_000L * s.accepted);
+            Instant at = MessageTimes.next(now[0], s.latest);
             s.accepted++;
             s.version = version;
             s.eventSeq++;

@@ -12,19 +12,20 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Function;
 
 /**
  * Group commit of accepts ({@code settle.ingest.group-commit}): the messages that arrive while a batch commits are
  * committed together in the next one ({@link BatchAcceptance}, at most {@code group-commit-max} messages), and every
  * request answers after the commit that holds its message.
  *
- * <p>Leader and followers, no committer thread and no waiting for company: a request that finds no batch running
+ * <p>Leader and followers, no committer thread and no waiting for company: a request that finds no batch writing
  * leads at once, on its own thread, a batch of what has queued (itself first), so a request alone is committed at
- * once. Requests that arrive meanwhile queue in arrival order. When the leader's commit ends it hands the lead to the
- * oldest queued request, whose batch holds it and up to {@code max - 1} requests after it, and only then tells its
- * followers their outcomes. One batch runs at a time; a request waits at most for the batch running when it arrived
- * and then for its own.
+ * once. Requests that arrive meanwhile queue in arrival order. When the leader's batch has sent its last statement,
+ * before its COMMIT, it hands the lead to the oldest queued request, whose batch holds it and up to {@code max - 1}
+ * requests after it; after its commit it tells its followers their outcomes. One batch writes at a time, so a batch's
+ * statements start after the previous batch's ended (its times and versions come after that batch's); its commit
+ * overlaps the next batch's statements. A batch in its commit waits for nothing, so it can never be part of a deadlock
+ * with the batch after it, which at worst waits for the commit to release the rows both touch.
  *
  * <p>A batch of one message is the one-message path's transaction ({@link MessageAcceptance}), which takes one
  * statement fewer than a batch's.
@@ -65,21 +66,25 @@ final class GroupCommit {
     }
 
     private final BatchAcceptance batches;
-    private final Function<BatchAcceptance.Item, BatchAcceptance.Outcome> alone;
+    private final Single alone;
+
+    /** A batch of one: the one-message path's first attempt, which runs {@code written} before its commit. */
+    @FunctionalInterface
+    interface Single {
+        /** @throws RuntimeException a failure of the attempt (its outcome unknown) */
+        BatchAcceptance.Outcome accept(BatchAcceptance.Item item, Runnable written);
+    }
+
     private final int max;
     private final DistributionSummary sizes;
     private final Counter failures;
     private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
-    /** A leader is taking or committing a batch; when false, the queue is empty. */
+    /** A leader is taking a batch or sending its statements; when false, the queue is empty. */
     private boolean leading;
 
     /** @param alone a batch of one: the one-message path's first attempt (a failure is thrown) */
-    GroupCommit(
-            BatchAcceptance batches,
-            Function<BatchAcceptance.Item, BatchAcceptance.Outcome> alone,
-            int max,
-            MeterRegistry meters) {
+    GroupCommit(BatchAcceptance batches, Single alone, int max, MeterRegistry meters) {
         this.batches = batches;
         this.alone = alone;
         this.max = max;
@@ -114,6 +119,13 @@ final class GroupCommit {
 
     /** Runs the batch at the head of the queue (the caller's own request first). */
     private Signal lead() {
+        boolean[] handedOff = {false};
+        Runnable written = () -> {
+            if (!handedOff[0]) {
+                handedOff[0] = true;
+                handOff();
+            }
+        };
         List<Pending> batch = new ArrayList<>(Math.min(max, 16));
         lock.lock();
         try {
@@ -130,8 +142,9 @@ final class GroupCommit {
                 items.add(p.item);
             }
             sizes.record(items.size());
-            List<BatchAcceptance.Outcome> outcomes =
-                    items.size() == 1 ? List.of(alone.apply(items.getFirst())) : batches.acceptAll(items);
+            List<BatchAcceptance.Outcome> outcomes = items.size() == 1
+                    ? List.of(alone.accept(items.getFirst(), written))
+                    : batches.acceptAll(items, written);
             for (int i = 0; i < told.length; i++) {
                 BatchAcceptance.Outcome o = outcomes.get(i);
                 told[i] = o.refused() != null ? new Refused(o.refused()) : new Done(o.accepted());
@@ -144,7 +157,7 @@ final class GroupCommit {
                     failed.toString());
             java.util.Arrays.fill(told, new Alone(failed));
         } finally {
-            handOff();
+            written.run(); // a batch that wrote nothing, was refused or failed hands off here
             for (int i = 1; i < told.length; i++) {
                 batch.get(i)
                         .signal

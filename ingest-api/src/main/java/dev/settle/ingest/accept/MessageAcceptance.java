@@ -60,7 +60,7 @@ public class MessageAcceptance {
                 version = version + 1,
                 event_seq = event_seq + 1,
                 oldest_unanswered_at = COALESCE(oldest_unanswered_at, UTC_TIMESTAMP(6)),
-                last_message_at = UTC_TIMESTAMP(6)""";
+                last_message_at =\s""" + MessageTimes.NEXT;
 
     /**
      * {@code pending}: the session had work before this message ({@link SessionRules#HAS_WORK} at the version before
@@ -242,16 +242,24 @@ public class MessageAcceptance {
         return rows.isEmpty() ? null : rows.getFirst();
     }
 
-    /** A batch of one: the first attempt of the one-message path, whose statements are fewer than a batch's. */
-    private BatchAcceptance.Outcome once(BatchAcceptance.Item item) {
+    /**
+     * A batch of one: the first attempt of the one-message path, whose statements are fewer than a batch's;
+     * {@code written} runs before its commit.
+     */
+    private BatchAcceptance.Outcome once(BatchAcceptance.Item item, Runnable written) {
         try {
-            return new BatchAcceptance.Outcome(acceptOnce(item.tenant(), item.request(), item.messageId()), null);
+            return new BatchAcceptance.Outcome(
+                    acceptOnce(item.tenant(), item.request(), item.messageId(), written), null);
         } catch (ApiProblem refused) {
             return new BatchAcceptance.Outcome(null, refused);
         }
     }
 
     private Accepted acceptOnce(String tenant, MessageRequest request, String messageId) {
+        return acceptOnce(tenant, request, messageId, () -> {});
+    }
+
+    private Accepted acceptOnce(String tenant, MessageRequest request, String messageId, Runnable written) {
         if (request.idempotencyKey() != null) {
             Accepted replay = replay(tenant, request);
             if (replay != null) {
@@ -259,7 +267,11 @@ public class MessageAcceptance {
             }
         }
         try {
-            return tx.execute(status -> insert(tenant, request, messageId));
+            return tx.execute(status -> {
+                Accepted accepted = insert(tenant, request, messageId);
+                written.run();
+                return accepted;
+            });
         } catch (DuplicateKeyException raced) {
             // an earlier attempt of this very request committed after all (its commit finished after its
             // connection died): the retry collided with its message id

@@ -1,0 +1,124 @@
+package dev.settle.ingest;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * With group commit, a batch's COMMIT overlaps the next batch's statements: the lead passes on when a batch has sent
+ * its last statement, not when its commit returns. Commits are held at a {@link CommitGate} to make the overlap
+ * certain: a second message arriving while the first one's commit is held reaches its own commit (another session) or
+ * waits for the first one's row (the same session), and every message is answered 202 after its own commit, with
+ * versions and times in order and no batch failed.
+ */
+class GroupCommitOverlapTest {
+    static IngestApp app;
+
+    @BeforeAll
+    static void start() {
+        app = new IngestApp(
+                "gc_overlap",
+                Map.of(
+                        "settle.limits.rate",
+                        "0",
+                        "settle.ingest.group-commit",
+                        "true",
+                        StatementCounter.PROPERTY,
+                        CommitGate.class.getName()));
+    }
+
+    @AfterAll
+    static void stop() {
+        app.close();
+    }
+
+    @AfterEach
+    void opened() {
+        CommitGate.open();
+    }
+
+    /** Posts on a thread of its own (the common pool may have one thread, held by the first post). */
+    static CompletableFuture<HttpResponse<String>> post(String session, String text) {
+        return CompletableFuture.supplyAsync(
+                () -> app.post(
+                        "/v1/sessions/" + session + "/messages", "application/json", "{\"text\":\"" + text + "\"}"),
+                r -> Thread.ofPlatform().start(r));
+    }
+
+    static long version(String session) {
+        Long v = app.jdbc.queryForObject(
+                "SELECT COALESCE(MAX(m.version), 0) FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
+                        + "WHERE s.external_id = ?",
+                Long.class,
+                session);
+        return v == null ? 0 : v;
+    }
+
+    @Test
+    void a_batch_for_another_session_commits_while_the_batch_before_it_is_committing() {
+        String a = "overlap-a-" + UUID.randomUUID();
+        String b = "overlap-b-" + UUID.randomUUID();
+        CommitGate.close();
+        CompletableFuture<HttpResponse<String>> first = post(a, "first");
+        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 1);
+        CompletableFuture<HttpResponse<String>> second = post(b, "second");
+        // the second batch sent its statements and waits at its own commit, beside the first one's
+        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 2);
+        assertEquals(0, version(a), "nothing is visible before its commit");
+        assertEquals(0, version(b));
+        assertTrue(!first.isDone() && !second.isDone(), "202 only after the commit");
+        CommitGate.open();
+        assertEquals(202, first.join().statusCode(), first.join().body());
+        assertEquals(202, second.join().statusCode(), second.join().body());
+        assertEquals(1, version(a));
+        assertEquals(1, version(b));
+        assertEquals(0.0, app.failedBatches());
+    }
+
+    @Test
+    void a_batch_for_the_same_session_waits_for_the_row_and_comes_after_it() {
+        String a = "overlap-same-" + UUID.randomUUID();
+        CommitGate.close();
+        CompletableFuture<HttpResponse<String>> first = post(a, "first");
+        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 1);
+        CompletableFuture<HttpResponse<String>> second = post(a, "second");
+        // the second leads at once and waits for the row the first one holds until its commit
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> app.jdbc.queryForObject(
+                                "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' "
+                                        + "AND trx_query LIKE 'INSERT INTO chat_session%'",
+                                Integer.class)
+                        == 1);
+        assertEquals(1, CommitGate.waiting());
+        CommitGate.open();
+        assertEquals(202, first.join().statusCode(), first.join().body());
+        assertEquals(202, second.join().statusCode(), second.join().body());
+        List<Map<String, Object>> rows = app.jdbc.queryForList(
+                "SELECT m.text, m.version, m.created_at FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
+                        + "WHERE s.external_id = ? ORDER BY m.version",
+                a);
+        assertEquals(
+                List.of("first", "second"),
+                rows.stream().map(r -> r.get("text")).toList());
+        assertEquals(
+                List.of(1L, 2L),
+                rows.stream().map(r -> ((Number) r.get("version")).longValue()).toList());
+        LocalDateTime t1 = (LocalDateTime) rows.get(0).get("created_at");
+        LocalDateTime t2 = (LocalDateTime) rows.get(1).get("created_at");
+        assertTrue(t2.isAfter(t1), "times rise with versions: " + t1 + ", " + t2);
+        assertEquals(0.0, app.failedBatches());
+    }
+}
