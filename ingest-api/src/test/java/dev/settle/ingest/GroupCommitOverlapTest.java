@@ -18,8 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * With group commit, a batch's COMMIT overlaps the next batch's statements: the lead passes on when a batch has sent
- * its last statement, not when its commit returns. Commits are held at a {@link CommitGate} to make the overlap
+ * With group commit, a transaction's COMMIT overlaps what starts next: what it held back starts when it has sent its
+ * last statement, not when its commit returns; and messages that arrive alone write side by side. Commits are held at a {@link CommitGate} to make the overlap
  * certain: a second message arriving while the first one's commit is held reaches its own commit (another session) or
  * waits for the first one's row (the same session), and every message is answered 202 after its own commit, with
  * versions and times in order and no batch failed.
@@ -119,6 +119,48 @@ class GroupCommitOverlapTest {
         LocalDateTime t1 = (LocalDateTime) rows.get(0).get("created_at");
         LocalDateTime t2 = (LocalDateTime) rows.get(1).get("created_at");
         assertTrue(t2.isAfter(t1), "times rise with versions: " + t1 + ", " + t2);
+        assertEquals(0.0, app.failedBatches());
+    }
+
+    /**
+     * A message that arrives alone writes beside another one alone: a session whose row another transaction holds
+     * (here the test's; in production a reply commit) holds up its own messages, not another session's.
+     */
+    @Test
+    void a_message_alone_is_not_held_up_by_another_sessions_locked_row() throws Exception {
+        String held = "lane-held-" + UUID.randomUUID();
+        String free = "lane-free-" + UUID.randomUUID();
+        assertEquals(202, post(held, "before").join().statusCode());
+        // both sessions exist: a new session's key inserted next to the held one would wait for the gap lock that
+        // the held session's waiting upsert asks for (InnoDB), with or without group commit
+        assertEquals(202, post(free, "before").join().statusCode());
+        javax.sql.DataSource ds = app.context.getBean(javax.sql.DataSource.class);
+        CompletableFuture<HttpResponse<String>> waiting;
+        try (java.sql.Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            try (java.sql.PreparedStatement lock =
+                    c.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                // by its primary key: one row locked, no gap
+                lock.setLong(
+                        1,
+                        app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, held));
+                lock.executeQuery().close();
+            }
+            waiting = post(held, "held");
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> app.jdbc.queryForObject(
+                                    "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' "
+                                            + "AND trx_query LIKE 'INSERT INTO chat_session%'",
+                                    Integer.class)
+                            == 1);
+            HttpResponse<String> other = post(free, "not held").get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(202, other.statusCode(), other.body());
+            assertEquals(2, version(free));
+            assertTrue(!waiting.isDone(), "the held session's message waits for its row");
+            c.rollback();
+        }
+        assertEquals(202, waiting.join().statusCode());
+        assertEquals(2, version(held));
         assertEquals(0.0, app.failedBatches());
     }
 }

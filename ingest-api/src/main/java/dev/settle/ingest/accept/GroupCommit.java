@@ -14,21 +14,25 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Group commit of accepts ({@code settle.ingest.group-commit}): the messages that arrive while a batch commits are
- * committed together in the next one ({@link BatchAcceptance}, at most {@code group-commit-max} messages), and every
+ * Group commit of accepts ({@code settle.ingest.group-commit}): messages that arrive while others are being written are
+ * committed together in one batch ({@link BatchAcceptance}, at most {@code group-commit-max} messages), and every
  * request answers after the commit that holds its message.
  *
- * <p>Leader and followers, no committer thread and no waiting for company: a request that finds no batch writing
- * leads at once, on its own thread, a batch of what has queued (itself first), so a request alone is committed at
- * once. Requests that arrive meanwhile queue in arrival order. When the leader's batch has sent its last statement,
- * before its COMMIT, it hands the lead to the oldest queued request, whose batch holds it and up to {@code max - 1}
- * requests after it; after its commit it tells its followers their outcomes. One batch writes at a time, so a batch's
- * statements start after the previous batch's ended (its times and versions come after that batch's); its commit
- * overlaps the next batch's statements. A batch in its commit waits for nothing, so it can never be part of a deadlock
- * with the batch after it, which at worst waits for the commit to release the rows both touch.
- *
- * <p>A batch of one message is the one-message path's transaction ({@link MessageAcceptance}), which takes one
- * statement fewer than a batch's.
+ * <p>Leaders and followers, no committer thread and no waiting for company. Requests queue in arrival order, and a
+ * request starts as soon as the rule below lets it, on its own thread (or on the thread of the oldest request of its
+ * batch):
+ * <ul>
+ *   <li><b>Alone</b>: while no batch is writing and the queue is no longer than the free lanes ({@value #LANES} in all),
+ *       each queued request writes alone, at once, by the one-message path's transaction ({@link MessageAcceptance}),
+ *       beside the others writing alone: what an instance without group commit does, at moderate load.</li>
+ *   <li><b>Together</b>: when more are queued than lanes are free, the queue waits until nobody writes alone and
+ *       then goes as one batch, which writes by itself: under load, one transaction holds many messages.</li>
+ * </ul>
+ * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next. So writers of
+ * many sessions never run beside other writers (a batch's multi-row upsert takes next-key locks on the session key
+ * index, and two such, or one and a single's insert of a new session, can deadlock); writers alone each hold one
+ * session, as without group commit, and a transaction in its commit waits for nothing, so it can never be part of a
+ * deadlock. A session's versions and message times rise in the order its writers get its row ({@link MessageTimes}).
  *
  * <p>A batch that fails as a whole (a deadlock, a lost connection, a lost commit acknowledgement) is not retried as a
  * batch: each of its requests is accepted alone ({@link MessageAcceptance}'s one-message path) on its own thread,
@@ -59,6 +63,10 @@ final class GroupCommit {
     private static final class Pending {
         final BatchAcceptance.Item item;
         final CompletableFuture<Signal> signal = new CompletableFuture<>();
+        /** The batch this request leads, set before it is told {@link Lead}. */
+        volatile List<Pending> batch;
+        /** It leads a batch of one in a lane of its own (not a batch that writes by itself). */
+        boolean inLane;
 
         Pending(BatchAcceptance.Item item) {
             this.item = item;
@@ -78,10 +86,15 @@ final class GroupCommit {
     private final int max;
     private final DistributionSummary sizes;
     private final Counter failures;
+    /** Requests that may write alone at once, side by side. */
+    static final int LANES = 4;
+
     private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
-    /** A leader is taking a batch or sending its statements; when false, the queue is empty. */
-    private boolean leading;
+    /** Requests writing alone now (sending statements, not yet committing). */
+    private int writingAlone;
+    /** A batch is sending its statements. */
+    private boolean batchWriting;
 
     /** @param alone a batch of one: the one-message path's first attempt (a failure is thrown) */
     GroupCommit(BatchAcceptance batches, Single alone, int max, MeterRegistry meters) {
@@ -99,42 +112,75 @@ final class GroupCommit {
     /** Queues the message and returns what its batch decided, after that batch committed (or failed). */
     Signal submit(BatchAcceptance.Item item) {
         Pending me = new Pending(item);
-        boolean lead;
+        List<List<Pending>> starts;
         lock.lock();
         try {
             queue.addLast(me);
-            lead = !leading;
-            leading = true;
+            starts = startable();
         } finally {
             lock.unlock();
         }
-        if (!lead) {
+        start(starts, me);
+        if (me.batch == null || me.signal.isDone()) {
             Signal told = me.signal.join();
             if (!(told instanceof Lead)) {
                 return told;
             }
         }
-        return lead();
+        return lead(me.batch);
     }
 
-    /** Runs the batch at the head of the queue (the caller's own request first). */
-    private Signal lead() {
-        boolean[] handedOff = {false};
+    /**
+     * Under the lock: takes from the queue what may start now (the rule in the class comment) and counts it as
+     * writing.
+     */
+    private List<List<Pending>> startable() {
+        List<List<Pending>> starts = List.of();
+        while (!queue.isEmpty() && !batchWriting) {
+            List<Pending> batch;
+            if (queue.size() <= LANES - writingAlone) {
+                Pending next = queue.pollFirst();
+                next.inLane = true;
+                batch = List.of(next);
+                writingAlone++;
+            } else if (writingAlone == 0) {
+                batch = new ArrayList<>(Math.min(max, 16));
+                while (batch.size() < max && !queue.isEmpty()) {
+                    batch.add(queue.pollFirst());
+                }
+                batchWriting = true;
+            } else {
+                break;
+            }
+            if (starts.isEmpty()) {
+                starts = new ArrayList<>(2);
+            }
+            starts.add(batch);
+        }
+        return starts;
+    }
+
+    /** Outside the lock: hands each batch to its oldest request; the caller's own is only marked. */
+    private static void start(List<List<Pending>> starts, Pending caller) {
+        for (List<Pending> batch : starts) {
+            Pending first = batch.getFirst();
+            first.batch = batch;
+            if (first != caller) {
+                first.signal.complete(LEAD);
+            }
+        }
+    }
+
+    /** Runs {@code batch}, whose oldest request is the caller's. */
+    private Signal lead(List<Pending> batch) {
+        boolean inLane = batch.getFirst().inLane;
+        boolean[] done = {false};
         Runnable written = () -> {
-            if (!handedOff[0]) {
-                handedOff[0] = true;
-                handOff();
+            if (!done[0]) {
+                done[0] = true;
+                written(inLane);
             }
         };
-        List<Pending> batch = new ArrayList<>(Math.min(max, 16));
-        lock.lock();
-        try {
-            while (batch.size() < max && !queue.isEmpty()) {
-                batch.add(queue.pollFirst());
-            }
-        } finally {
-            lock.unlock();
-        }
         Signal[] told = new Signal[batch.size()];
         try {
             List<BatchAcceptance.Item> items = new ArrayList<>(batch.size());
@@ -157,7 +203,7 @@ final class GroupCommit {
                     failed.toString());
             java.util.Arrays.fill(told, new Alone(failed));
         } finally {
-            written.run(); // a batch that wrote nothing, was refused or failed hands off here
+            written.run(); // a batch that wrote nothing, was refused or failed ends its writing here
             for (int i = 1; i < told.length; i++) {
                 batch.get(i)
                         .signal
@@ -170,19 +216,20 @@ final class GroupCommit {
         return told[0];
     }
 
-    private void handOff() {
-        Pending next;
+    /** The batch has sent its last statement: what it held back may start. */
+    private void written(boolean inLane) {
+        List<List<Pending>> starts;
         lock.lock();
         try {
-            next = queue.peekFirst();
-            if (next == null) {
-                leading = false;
+            if (inLane) {
+                writingAlone--;
+            } else {
+                batchWriting = false;
             }
+            starts = startable();
         } finally {
             lock.unlock();
         }
-        if (next != null) {
-            next.signal.complete(LEAD);
-        }
+        start(starts, null);
     }
 }
