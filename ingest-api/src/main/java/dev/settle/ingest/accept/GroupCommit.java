@@ -41,6 +41,9 @@ import java.util.concurrent.locks.ReentrantLock;
 final class GroupCommit {
     static final String BATCH_SIZE = "settle.accept.batch.size";
     static final String BATCH_FAILURES = "settle.accept.batch.failures";
+    /** Requests that may write alone at once, side by side. */
+    static final int LANES = 4;
+
     private static final Logger log = LoggerFactory.getLogger(GroupCommit.class);
 
     /** What a queued request is told. */
@@ -86,8 +89,6 @@ final class GroupCommit {
     private final int max;
     private final DistributionSummary sizes;
     private final Counter failures;
-    /** Requests that may write alone at once, side by side. */
-    static final int LANES = 4;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
