@@ -121,6 +121,8 @@ final class IngestBench {
     static Result run(Infra infra, Bench.Options o) throws Exception {
         try (Infra.Scenario s = infra.new Scenario("ingest", Map.of())) {
             Map<String, Object> props = new LinkedHashMap<>(s.shared);
+            // figure 1's first instance writes one message per transaction, unless the run says otherwise
+            props.putIfAbsent(GROUP_COMMIT, o.extra().getOrDefault(GROUP_COMMIT, "false"));
             props.put("server.port", "0");
             props.put("management.server.port", "0");
             Bench.log("ingest: starting ingest-api in its own JVM");
