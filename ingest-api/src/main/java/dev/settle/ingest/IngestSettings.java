@@ -85,12 +85,12 @@ public record IngestSettings(
 
     /**
      * @param groupCommit    messages that arrive while others are being written are committed together, in one
-     *                       transaction ({@code SETTLE_INGEST_GROUPCOMMIT}, on by default); each request still answers
+     *                       transaction ({@code SETTLE_INGEST_GROUPCOMMIT}, off by default); each request still answers
      *                       after the commit that holds its message
      * @param groupCommitMax most messages in one such transaction ({@code SETTLE_INGEST_GROUPCOMMITMAX})
      */
     public record Ingest(
-            @DefaultValue("true") boolean groupCommit,
+            @DefaultValue("false") boolean groupCommit,
             @DefaultValue("64") int groupCommitMax) {
         public Ingest {
             if (groupCommitMax < 1 || groupCommitMax > 1000) {

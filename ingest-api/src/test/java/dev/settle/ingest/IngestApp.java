@@ -44,8 +44,8 @@ public final class IngestApp implements AutoCloseable {
                 "settle.admin-key", ADMIN_KEY,
                 "spring.datasource.url", jdbcUrl,
                 "spring.kafka.bootstrap-servers", kafkaBootstrap));
-        // one message per transaction unless a test asks for group commit (the default, tried by the GroupCommit*
-        // variants of the promise tests), so that both modes stay tried
+        // one message per transaction unless a test asks for group commit (the GroupCommit* variants of the promise
+        // tests), whatever the default, so that both modes stay tried
         props.put("settle.ingest.group-commit", "false");
         props.putAll(extra);
         context = AppLauncher.run(IngestApiApplication.class, IngestApiApplication.defaultProperties(), props);
