@@ -67,6 +67,16 @@ class GroupCommitOverlapTest {
         return v == null ? 0 : v;
     }
 
+    /** Until exactly one session upsert waits for a row lock (the test's ingest app is the only writer). */
+    static void awaitOneUpsertWaitingForItsRow() {
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> app.jdbc.queryForObject(
+                                "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' "
+                                        + "AND trx_query LIKE 'INSERT INTO chat_session%'",
+                                Integer.class)
+                        == 1);
+    }
+
     @Test
     void a_batch_for_another_session_commits_while_the_batch_before_it_is_committing() {
         String a = "overlap-a-" + UUID.randomUUID();
@@ -96,12 +106,7 @@ class GroupCommitOverlapTest {
         await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 1);
         CompletableFuture<HttpResponse<String>> second = post(a, "second");
         // the second leads at once and waits for the row the first one holds until its commit
-        await().atMost(Duration.ofSeconds(10))
-                .until(() -> app.jdbc.queryForObject(
-                                "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' "
-                                        + "AND trx_query LIKE 'INSERT INTO chat_session%'",
-                                Integer.class)
-                        == 1);
+        awaitOneUpsertWaitingForItsRow();
         assertEquals(1, CommitGate.waiting());
         CommitGate.open();
         assertEquals(202, first.join().statusCode(), first.join().body());
@@ -147,12 +152,7 @@ class GroupCommitOverlapTest {
                 lock.executeQuery().close();
             }
             waiting = post(held, "held");
-            await().atMost(Duration.ofSeconds(10))
-                    .until(() -> app.jdbc.queryForObject(
-                                    "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' "
-                                            + "AND trx_query LIKE 'INSERT INTO chat_session%'",
-                                    Integer.class)
-                            == 1);
+            awaitOneUpsertWaitingForItsRow();
             HttpResponse<String> other = post(free, "not held").get(10, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals(202, other.statusCode(), other.body());
             assertEquals(2, version(free));
