@@ -1,14 +1,9 @@
 package dev.settle.ingest;
 
-import com.mysql.cj.MysqlConnection;
-import com.mysql.cj.PreparedQuery;
 import com.mysql.cj.Query;
-import com.mysql.cj.interceptors.QueryInterceptor;
-import com.mysql.cj.log.Log;
 import com.mysql.cj.protocol.Resultset;
-import com.mysql.cj.protocol.ServerSession;
+import dev.settle.testsupport.WatchingInterceptor;
 
-import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
@@ -18,7 +13,7 @@ import java.util.function.Supplier;
  * counted by {@link #waiting}, until {@link #open}. Installed like {@link StatementCounter} (its {@code PROPERTY}); one gate per
  * JVM, so a test closes and opens it around its own requests.
  */
-public final class CommitGate implements QueryInterceptor {
+public final class CommitGate extends WatchingInterceptor {
     private static volatile CountDownLatch gate = new CountDownLatch(0);
     private static final AtomicInteger WAITING = new AtomicInteger();
 
@@ -42,7 +37,7 @@ public final class CommitGate implements QueryInterceptor {
 
     @Override
     public <T extends Resultset> T preProcess(Supplier<String> sql, Query query) {
-        String text = query instanceof PreparedQuery prepared ? prepared.getOriginalSql() : sql.get();
+        String text = sqlText(sql, query);
         if (text == null) {
             return null;
         }
@@ -66,25 +61,6 @@ public final class CommitGate implements QueryInterceptor {
                 WAITING.decrementAndGet();
             }
         }
-        return null;
-    }
-
-    @Override
-    public QueryInterceptor init(MysqlConnection conn, Properties props, Log log) {
-        return this;
-    }
-
-    @Override
-    public boolean executeTopLevelOnly() {
-        return true;
-    }
-
-    @Override
-    public void destroy() {}
-
-    @Override
-    public <T extends Resultset> T postProcess(
-            Supplier<String> sql, Query query, T originalResultSet, ServerSession serverSession) {
         return null;
     }
 }

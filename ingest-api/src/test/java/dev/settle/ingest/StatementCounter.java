@@ -1,15 +1,11 @@
 package dev.settle.ingest;
 
-import com.mysql.cj.MysqlConnection;
-import com.mysql.cj.PreparedQuery;
 import com.mysql.cj.Query;
-import com.mysql.cj.interceptors.QueryInterceptor;
-import com.mysql.cj.log.Log;
 import com.mysql.cj.protocol.Resultset;
 import com.mysql.cj.protocol.ServerSession;
+import dev.settle.testsupport.WatchingInterceptor;
 
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -20,7 +16,7 @@ import java.util.function.Supplier;
  * parameters are filled in), and the rows their results brought back. Installed by {@link #PROPERTY}; the counts are
  * per JVM, so a test reads deltas.
  */
-public final class StatementCounter implements QueryInterceptor {
+public final class StatementCounter extends WatchingInterceptor {
     /** The property that installs the counter on an application's pool. */
     public static final String PROPERTY = "spring.datasource.hikari.data-source-properties.queryInterceptors";
 
@@ -60,18 +56,13 @@ public final class StatementCounter implements QueryInterceptor {
     }
 
     @Override
-    public QueryInterceptor init(MysqlConnection conn, Properties props, Log log) {
-        return this;
-    }
-
-    @Override
     public <T extends Resultset> T preProcess(Supplier<String> sql, Query query) {
         BY_SQL.computeIfAbsent(text(sql, query), k -> new LongAdder()).increment();
         return null;
     }
 
     private static String text(Supplier<String> sql, Query query) {
-        String text = query instanceof PreparedQuery prepared ? prepared.getOriginalSql() : sql.get();
+        String text = sqlText(sql, query);
         return text == null ? "?" : text;
     }
 
@@ -83,14 +74,6 @@ public final class StatementCounter implements QueryInterceptor {
                 .replaceAll("\\s+", " ");
         return key.length() > 100 ? key.substring(0, 100) + "…" : key;
     }
-
-    @Override
-    public boolean executeTopLevelOnly() {
-        return true;
-    }
-
-    @Override
-    public void destroy() {}
 
     @Override
     public <T extends Resultset> T postProcess(

@@ -1,7 +1,6 @@
 package dev.settle.testsupport;
 
 import com.mysql.cj.MysqlConnection;
-import com.mysql.cj.PreparedQuery;
 import com.mysql.cj.Query;
 import com.mysql.cj.interceptors.QueryInterceptor;
 import com.mysql.cj.log.Log;
@@ -23,7 +22,7 @@ import java.util.function.Supplier;
  * <p>A statement is what one round trip carries: a batch rewritten into one multi-row statement is one. A
  * <em>transaction</em> is a COMMIT, or a write sent with autocommit on.
  */
-public final class SqlTrace implements QueryInterceptor {
+public final class SqlTrace extends WatchingInterceptor {
     /** The URL property naming the application a pool's statements are booked to. */
     public static final String APP_PROPERTY = "settleSqlApp";
 
@@ -132,27 +131,12 @@ public final class SqlTrace implements QueryInterceptor {
     }
 
     @Override
-    public <T extends Resultset> T preProcess(Supplier<String> sql, Query interceptedQuery) {
-        return null;
-    }
-
-    @Override
-    public boolean executeTopLevelOnly() {
-        return true;
-    }
-
-    @Override
-    public void destroy() {}
-
-    @Override
     public <T extends Resultset> T postProcess(
             Supplier<String> sql, Query interceptedQuery, T originalResultSet, ServerSession serverSession) {
         if (!recording) {
             return null;
         }
-        String text = interceptedQuery instanceof PreparedQuery prepared && prepared.getOriginalSql() != null
-                ? prepared.getOriginalSql()
-                : sql.get();
+        String text = sqlText(sql, interceptedQuery);
         long rows = -1;
         if (originalResultSet != null) {
             rows = originalResultSet.hasRows() && originalResultSet.getRows() != null
