@@ -122,7 +122,7 @@ final class GroupCommit {
             lock.unlock();
         }
         start(starts, me);
-        if (me.batch == null || me.signal.isDone()) {
+        if (me.batch == null) { // not (yet) a leader: told to lead, or told the outcome of the batch that held it
             Signal told = me.signal.join();
             if (!(told instanceof Lead)) {
                 return told;
