@@ -69,12 +69,29 @@ class GroupCommitOverlapTest {
 
     /** Until exactly one session upsert waits for a row lock (the test's ingest app is the only writer). */
     static void awaitOneUpsertWaitingForItsRow() {
+        awaitUpsertsWaitingForTheirRow(1);
+    }
+
+    /** Until exactly {@code n} session upserts wait for a row lock. */
+    static void awaitUpsertsWaitingForTheirRow(int n) {
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> app.jdbc.queryForObject(
                                 "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' "
                                         + "AND trx_query LIKE 'INSERT INTO chat_session%'",
                                 Integer.class)
-                        == 1);
+                        == n);
+    }
+
+    /** Locks a session's row by its primary key (one row, no gap) in {@code c}'s open transaction. */
+    static void lockRow(java.sql.Connection c, String session) throws java.sql.SQLException {
+        c.setAutoCommit(false);
+        try (java.sql.PreparedStatement lock =
+                c.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+            lock.setLong(
+                    1,
+                    app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, session));
+            lock.executeQuery().close();
+        }
     }
 
     @Test
@@ -142,15 +159,7 @@ class GroupCommitOverlapTest {
         javax.sql.DataSource ds = app.context.getBean(javax.sql.DataSource.class);
         CompletableFuture<HttpResponse<String>> waiting;
         try (java.sql.Connection c = ds.getConnection()) {
-            c.setAutoCommit(false);
-            try (java.sql.PreparedStatement lock =
-                    c.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
-                // by its primary key: one row locked, no gap
-                lock.setLong(
-                        1,
-                        app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, held));
-                lock.executeQuery().close();
-            }
+            lockRow(c, held);
             waiting = post(held, "held");
             awaitOneUpsertWaitingForItsRow();
             HttpResponse<String> other = post(free, "not held").get(10, java.util.concurrent.TimeUnit.SECONDS);
@@ -162,5 +171,54 @@ class GroupCommitOverlapTest {
         assertEquals(202, waiting.join().statusCode());
         assertEquals(2, version(held));
         assertEquals(0.0, app.failedBatches());
+    }
+
+    /**
+     * Writers that wait hold up the queue behind them for at most {@link dev.settle.ingest.accept.GroupCommit}'s stall
+     * time, not until they are unstuck: with every lane taken by messages waiting for a locked row, messages to other
+     * sessions still commit while that row stays locked.
+     */
+    @Test
+    void messages_queued_behind_stuck_writers_commit_while_those_wait() throws Exception {
+        String held = "stall-held-" + UUID.randomUUID();
+        List<String> free = List.of("stall-free-1-" + UUID.randomUUID(), "stall-free-2-" + UUID.randomUUID());
+        assertEquals(202, post(held, "before").join().statusCode());
+        for (String f : free) { // existing sessions: no insert waits for the gap next to the held key
+            assertEquals(202, post(f, "before").join().statusCode());
+        }
+        double stallsBefore = stalls();
+        javax.sql.DataSource ds = app.context.getBean(javax.sql.DataSource.class);
+        List<CompletableFuture<HttpResponse<String>>> waiting = new java.util.ArrayList<>();
+        try (java.sql.Connection c = ds.getConnection()) {
+            lockRow(c, held);
+            for (int i = 0; i < 4; i++) { // one per lane
+                waiting.add(post(held, "held " + i));
+            }
+            awaitUpsertsWaitingForTheirRow(4);
+            List<CompletableFuture<HttpResponse<String>>> others =
+                    free.stream().map(f -> post(f, "not held")).toList();
+            for (CompletableFuture<HttpResponse<String>> other : others) {
+                HttpResponse<String> answer = other.get(10, java.util.concurrent.TimeUnit.SECONDS);
+                assertEquals(202, answer.statusCode(), answer.body());
+            }
+            for (String f : free) {
+                assertEquals(2, version(f));
+            }
+            assertTrue(waiting.stream().noneMatch(CompletableFuture::isDone), "the held session's messages wait");
+            assertTrue(stalls() - stallsBefore >= 1, "the stalled queue was released");
+            c.rollback();
+        }
+        for (CompletableFuture<HttpResponse<String>> w : waiting) {
+            assertEquals(202, w.join().statusCode());
+        }
+        assertEquals(5, version(held));
+        assertEquals(0.0, app.failedBatches());
+    }
+
+    static double stalls() {
+        return app.context
+                .getBean(io.micrometer.core.instrument.MeterRegistry.class)
+                .counter("settle.accept.batch.stalls")
+                .count();
     }
 }

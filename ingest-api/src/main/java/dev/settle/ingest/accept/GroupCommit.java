@@ -7,10 +7,14 @@ import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -27,12 +31,18 @@ import java.util.concurrent.locks.ReentrantLock;
  *       beside the others writing alone: what an instance without group commit does, at moderate load.</li>
  *   <li><b>Together</b>: when more are queued than lanes are free, the queue waits until nobody writes alone and
  *       then goes as one batch, which writes by itself: under load, one transaction holds many messages.</li>
+ *   <li><b>Stalled</b>: when nothing has started for {@link #STALL} (a writer waits for a row another transaction
+ *       holds, or its process is starved), the whole queue goes alone at once, each request in a lane of its own
+ *       beyond the {@value #LANES}: a stuck writer delays the messages queued behind it by at most that long, not
+ *       until it is unstuck ({@value #STALLS} counts these releases). A request already in a batch waits with its
+ *       batch.</li>
  * </ul>
  * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next. So writers of
  * many sessions never run beside other writers (a batch's multi-row upsert takes next-key locks on the session key
  * index, and two such, or one and a single's insert of a new session, can deadlock); writers alone each hold one
  * session, as without group commit, and a transaction in its commit waits for nothing, so it can never be part of a
- * deadlock. A session's versions and message times rise in the order its writers get its row ({@link MessageTimes}).
+ * deadlock (a release after a stall may write beside a batch; a deadlock between them is resolved by InnoDB, and its
+ * loser is accepted again, as below). A session's versions and message times rise in the order its writers get its row ({@link MessageTimes}).
  *
  * <p>A batch that fails as a whole (a deadlock, a lost connection, a lost commit acknowledgement) is not retried as a
  * batch: each of its requests is accepted alone ({@link MessageAcceptance}'s one-message path) on its own thread,
@@ -41,8 +51,11 @@ import java.util.concurrent.locks.ReentrantLock;
 final class GroupCommit {
     static final String BATCH_SIZE = "settle.accept.batch.size";
     static final String BATCH_FAILURES = "settle.accept.batch.failures";
+    static final String STALLS = "settle.accept.batch.stalls";
     /** Requests that may write alone at once, side by side. */
     static final int LANES = 4;
+    /** A queue that saw nothing start for this long goes alone (the rule "Stalled" above). */
+    static final Duration STALL = Duration.ofMillis(200);
 
     private static final Logger log = LoggerFactory.getLogger(GroupCommit.class);
 
@@ -89,6 +102,7 @@ final class GroupCommit {
     private final int max;
     private final DistributionSummary sizes;
     private final Counter failures;
+    private final Counter stalls;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
@@ -96,6 +110,8 @@ final class GroupCommit {
     private int writingAlone;
     /** A batch is sending its statements. */
     private boolean batchWriting;
+    /** When a request or batch last started to write (System.nanoTime). */
+    private long lastStart = System.nanoTime();
 
     /** @param alone a batch of one: the one-message path's first attempt (a failure is thrown) */
     GroupCommit(BatchAcceptance batches, Single alone, int max, MeterRegistry meters) {
@@ -107,6 +123,9 @@ final class GroupCommit {
                 .register(meters);
         this.failures = Counter.builder(BATCH_FAILURES)
                 .description("group commits that failed as a whole; their messages were accepted alone")
+                .register(meters);
+        this.stalls = Counter.builder(STALLS)
+                .description("queues that saw nothing start for " + STALL.toMillis() + " ms and went alone")
                 .register(meters);
     }
 
@@ -122,13 +141,54 @@ final class GroupCommit {
             lock.unlock();
         }
         start(starts, me);
-        if (me.batch == null) { // not (yet) a leader: told to lead, or told the outcome of the batch that held it
-            Signal told = me.signal.join();
-            if (!(told instanceof Lead)) {
-                return told;
+        boolean interrupted = false;
+        try {
+            while (me.batch == null) { // not (yet) a leader: told to lead, or the outcome of the batch that held it
+                try {
+                    Signal told = me.signal.get(STALL.toNanos(), TimeUnit.NANOSECONDS);
+                    if (!(told instanceof Lead)) {
+                        return told;
+                    }
+                } catch (TimeoutException e) {
+                    start(releaseIfStalled(), me);
+                } catch (InterruptedException e) {
+                    interrupted = true; // a queued request is answered by whoever takes it: keep waiting
+                } catch (ExecutionException e) {
+                    throw new IllegalStateException("a group commit signal failed", e.getCause());
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
             }
         }
         return lead(me.batch);
+    }
+
+    /**
+     * Under the lock: when nothing has started for {@link #STALL}, takes the whole queue, each request to write alone
+     * in a lane of its own.
+     */
+    private List<List<Pending>> releaseIfStalled() {
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            if (queue.isEmpty() || now - lastStart < STALL.toNanos()) {
+                return List.of();
+            }
+            List<List<Pending>> starts = new ArrayList<>(queue.size());
+            while (!queue.isEmpty()) {
+                Pending next = queue.pollFirst();
+                next.inLane = true;
+                writingAlone++;
+                starts.add(List.of(next));
+            }
+            lastStart = now;
+            stalls.increment();
+            return starts;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -155,6 +215,7 @@ final class GroupCommit {
             }
             if (starts.isEmpty()) {
                 starts = new ArrayList<>(2);
+                lastStart = System.nanoTime();
             }
             starts.add(batch);
         }
