@@ -10,7 +10,10 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -29,20 +32,25 @@ import java.util.concurrent.locks.ReentrantLock;
  *   <li><b>Alone</b>: while no batch is writing and the queue is no longer than the free lanes ({@value #LANES} in all),
  *       each queued request writes alone, at once, by the one-message path's transaction ({@link MessageAcceptance}),
  *       beside the others writing alone: what an instance without group commit does, at moderate load.</li>
- *   <li><b>Together</b>: when more are queued than lanes are free, the queue waits until nobody writes alone and
- *       then goes as one batch, which writes by itself: under load, one transaction holds many messages.</li>
- *   <li><b>Stalled</b>: when nothing has started for {@link #STALL} (a writer waits for a row another transaction
- *       holds, or its process is starved), the whole queue goes alone at once, each request in a lane of its own
+ *   <li><b>Together</b>: when more are queued than lanes are free and no batch is writing, the queue goes as one batch,
+ *       beside the requests writing alone but without their sessions: a queued request whose session is being written
+ *       alone stays queued, in its place, until that writer is done. Under load, one transaction holds many
+ *       messages.</li>
+ *   <li><b>Stalled</b>: when nothing has started for {@link #STALL} (a batch waits for a row another transaction
+ *       holds, or the process is starved), the whole queue goes alone at once, each request in a lane of its own
  *       beyond the {@value #LANES}: a stuck writer delays the messages queued behind it by at most that long, not
  *       until it is unstuck ({@value #STALLS} counts these releases). A request already in a batch waits with its
  *       batch.</li>
  * </ul>
- * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next. So writers of
- * many sessions never run beside other writers (a batch's multi-row upsert takes next-key locks on the session key
- * index, and two such, or one and a single's insert of a new session, can deadlock); writers alone each hold one
- * session, as without group commit, and a transaction in its commit waits for nothing, so it can never be part of a
- * deadlock (a release after a stall may write beside a batch; a deadlock between them is resolved by InnoDB, and its
- * loser is accepted again, as below). A session's versions and message times rise in the order its writers get its row ({@link MessageTimes}).
+ * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next, and a transaction
+ * in its commit waits for nothing. Why the writers that run side by side cannot deadlock: all of a batch's session
+ * locks are taken by its first statement, in key order; a message alone takes its one session row by its first
+ * statement and then touches only rows of that session; and no two writers side by side share a session, except
+ * messages alone (one waits for the other's row, a chain, not a cycle). Two batches would (a multi-row upsert takes
+ * next-key locks on the session key index, and two such can each wait for the other), so only one writes at a time.
+ * A release after a stall may write beside a batch of its own session; InnoDB resolves such a deadlock, and its loser
+ * is accepted again (below). A session's versions and message times rise in the order its writers get its row
+ * ({@link MessageTimes}).
  *
  * <p>A batch that fails as a whole (a deadlock, a lost connection, a lost commit acknowledgement) is not retried as a
  * batch: each of its requests is accepted alone ({@link MessageAcceptance}'s one-message path) on its own thread,
@@ -76,8 +84,16 @@ final class GroupCommit {
 
     private static final Signal LEAD = new Lead();
 
+    /** A session, as a queued request names it. */
+    private record SessionKey(String tenant, String sessionId) {
+        static SessionKey of(BatchAcceptance.Item item) {
+            return new SessionKey(item.tenant(), item.request().sessionId());
+        }
+    }
+
     private static final class Pending {
         final BatchAcceptance.Item item;
+        final SessionKey session;
         final CompletableFuture<Signal> signal = new CompletableFuture<>();
         /** The batch this request leads, set before it is told {@link Lead}. */
         volatile List<Pending> batch;
@@ -86,6 +102,7 @@ final class GroupCommit {
 
         Pending(BatchAcceptance.Item item) {
             this.item = item;
+            this.session = SessionKey.of(item);
         }
     }
 
@@ -108,6 +125,8 @@ final class GroupCommit {
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
     /** Requests writing alone now (sending statements, not yet committing). */
     private int writingAlone;
+    /** The sessions of the requests writing alone, with how many of each. */
+    private final Map<SessionKey, Integer> sessionsAlone = new HashMap<>();
     /** A batch is sending its statements. */
     private boolean batchWriting;
     /** When a request or batch last started to write (System.nanoTime). */
@@ -178,10 +197,7 @@ final class GroupCommit {
             }
             List<List<Pending>> starts = new ArrayList<>(queue.size());
             while (!queue.isEmpty()) {
-                Pending next = queue.pollFirst();
-                next.inLane = true;
-                writingAlone++;
-                starts.add(List.of(next));
+                starts.add(List.of(alone(queue.pollFirst())));
             }
             lastStart = now;
             stalls.increment();
@@ -200,18 +216,20 @@ final class GroupCommit {
         while (!queue.isEmpty() && !batchWriting) {
             List<Pending> batch;
             if (queue.size() <= LANES - writingAlone) {
-                Pending next = queue.pollFirst();
-                next.inLane = true;
-                batch = List.of(next);
-                writingAlone++;
-            } else if (writingAlone == 0) {
+                batch = List.of(alone(queue.pollFirst()));
+            } else {
                 batch = new ArrayList<>(Math.min(max, 16));
-                while (batch.size() < max && !queue.isEmpty()) {
-                    batch.add(queue.pollFirst());
+                for (Iterator<Pending> it = queue.iterator(); it.hasNext() && batch.size() < max; ) {
+                    Pending next = it.next();
+                    if (!sessionsAlone.containsKey(next.session)) {
+                        it.remove();
+                        batch.add(next);
+                    }
+                }
+                if (batch.isEmpty()) {
+                    break;
                 }
                 batchWriting = true;
-            } else {
-                break;
             }
             if (starts.isEmpty()) {
                 starts = new ArrayList<>(2);
@@ -220,6 +238,14 @@ final class GroupCommit {
             starts.add(batch);
         }
         return starts;
+    }
+
+    /** Under the lock: counts {@code p} as writing alone. */
+    private Pending alone(Pending p) {
+        p.inLane = true;
+        writingAlone++;
+        sessionsAlone.merge(p.session, 1, Integer::sum);
+        return p;
     }
 
     /** Outside the lock: hands each batch to its oldest request; the caller's own is only marked. */
@@ -235,12 +261,12 @@ final class GroupCommit {
 
     /** Runs {@code batch}, whose oldest request is the caller's. */
     private Signal lead(List<Pending> batch) {
-        boolean inLane = batch.getFirst().inLane;
+        Pending first = batch.getFirst();
         boolean[] done = {false};
         Runnable written = () -> {
             if (!done[0]) {
                 done[0] = true;
-                written(inLane);
+                written(first);
             }
         };
         Signal[] told = new Signal[batch.size()];
@@ -278,13 +304,14 @@ final class GroupCommit {
         return told[0];
     }
 
-    /** The batch has sent its last statement: what it held back may start. */
-    private void written(boolean inLane) {
+    /** The batch led by {@code first} has sent its last statement: what it held back may start. */
+    private void written(Pending first) {
         List<List<Pending>> starts;
         lock.lock();
         try {
-            if (inLane) {
+            if (first.inLane) {
                 writingAlone--;
+                sessionsAlone.computeIfPresent(first.session, (k, n) -> n == 1 ? null : n - 1);
             } else {
                 batchWriting = false;
             }
