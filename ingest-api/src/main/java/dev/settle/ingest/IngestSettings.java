@@ -85,16 +85,22 @@ public record IngestSettings(
 
     /**
      * @param groupCommit    messages that arrive while others are being written are committed together, in one
-     *                       transaction ({@code SETTLE_INGEST_GROUPCOMMIT}, off by default); each request still answers
+     *                       transaction ({@code SETTLE_INGEST_GROUPCOMMIT}, on by default); each request still answers
      *                       after the commit that holds its message
      * @param groupCommitMax most messages in one such transaction ({@code SETTLE_INGEST_GROUPCOMMITMAX})
+     * @param groupCommitLockWait the longest such a transaction waits for its sessions' rows before its messages go
+     *                       alone ({@code SETTLE_INGEST_GROUPCOMMITLOCKWAIT})
      */
     public record Ingest(
-            @DefaultValue("false") boolean groupCommit,
-            @DefaultValue("64") int groupCommitMax) {
+            @DefaultValue("true") boolean groupCommit,
+            @DefaultValue("64") int groupCommitMax,
+            @DefaultValue("500ms") Duration groupCommitLockWait) {
         public Ingest {
             if (groupCommitMax < 1 || groupCommitMax > 1000) {
                 throw new IllegalStateException("settle.ingest.group-commit-max must be between 1 and 1000");
+            }
+            if (groupCommitLockWait.toMillis() < 1) {
+                throw new IllegalStateException("settle.ingest.group-commit-lock-wait must be at least 1ms");
             }
         }
     }

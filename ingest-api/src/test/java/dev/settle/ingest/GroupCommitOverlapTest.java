@@ -36,6 +36,10 @@ class GroupCommitOverlapTest {
                         "0",
                         "settle.ingest.group-commit",
                         "true",
+                        // a batch waiting for a held row stays waiting (the stall test); BatchAcceptanceLockTest
+                        // tries the bound
+                        "settle.ingest.group-commit-lock-wait",
+                        "1m",
                         StatementCounter.PROPERTY,
                         CommitGate.class.getName()));
     }

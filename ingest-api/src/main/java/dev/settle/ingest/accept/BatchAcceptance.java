@@ -3,11 +3,13 @@ package dev.settle.ingest.accept;
 import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiProblem;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.LockWait;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -27,7 +29,9 @@ import java.util.TreeMap;
  * <ol>
  *   <li>{@link #LOCK_SESSIONS}: create the sessions that do not exist yet (version 0) and lock every session of the
  *       batch, in one statement, in (tenant, session id) order; the row locks serialise every writer of these sessions
- *       until commit, as the one-message path's upsert does.</li>
+ *       until commit, as the one-message path's upsert does. It waits for them at most {@code group-commit-lock-wait}
+ *       ({@link LockWait}): a row held longer (a stalled writer: a frozen agent in its reply commit) fails the batch,
+ *       whose messages then go alone ({@link GroupCommit}), so that it holds up its own session's messages only.</li>
  *   <li>{@link #READ_SESSIONS}: version, event seq, unanswered messages, policy, lease and timer of each session, and
  *       the batch's database time. A plain read, after the locks: it sees every commit before them.</li>
  *   <li>{@link #FIND_KEYS}, only when a message carries an Idempotency-Key: the messages stored under those keys.</li>
@@ -118,12 +122,23 @@ final class BatchAcceptance {
     private final TransactionTemplate tx;
     private final String defaultPolicy;
     private final IngestSettings.Limits limits;
+    /**
+     * The longest the batch waits for its sessions' rows: far above a healthy writer's hold (a reply commit, a lease
+     * claim: milliseconds), far below what a POST may take.
+     */
+    private final Duration lockWait;
 
-    BatchAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, String defaultPolicy, IngestSettings.Limits limits) {
+    BatchAcceptance(
+            JdbcTemplate jdbc,
+            TransactionTemplate tx,
+            String defaultPolicy,
+            IngestSettings.Limits limits,
+            Duration lockWait) {
         this.jdbc = jdbc;
         this.tx = tx;
         this.defaultPolicy = defaultPolicy;
         this.limits = limits;
+        this.lockWait = lockWait;
     }
 
     /**
@@ -156,7 +171,8 @@ final class BatchAcceptance {
             lockArgs.add(k.tenant());
             lockArgs.add(k.sessionId());
         }
-        jdbc.update(rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, sessions.size()), lockArgs.toArray());
+        LockWait.update(
+                jdbc, lockWait, rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, sessions.size()), lockArgs.toArray());
 
         List<Object> readArgs = new ArrayList<>(1 + tenants.size() + ids.size());
         readArgs.add(defaultPolicy);

@@ -40,7 +40,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *       holds, or the process is starved), the whole queue goes alone at once, each request in a lane of its own
  *       beyond the {@value #LANES}: a stuck writer delays the messages queued behind it by at most that long, not
  *       until it is unstuck ({@value #STALLS} counts these releases). A request already in a batch waits with its
- *       batch.</li>
+ *       batch, which gives up waiting for a row after {@code group-commit-lock-wait} ({@link BatchAcceptance}) and
+ *       fails: its requests then go alone (below).</li>
  * </ul>
  * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next, and a transaction
  * in its commit waits for nothing. Why the writers that run side by side cannot deadlock: all of a batch's session

@@ -109,7 +109,12 @@ public class MessageAcceptance {
         this.limits = settings.limits();
         this.groupCommit = settings.ingest().groupCommit()
                 ? new GroupCommit(
-                        new BatchAcceptance(jdbc, tx, defaultPolicy, limits),
+                        new BatchAcceptance(
+                                jdbc,
+                                tx,
+                                defaultPolicy,
+                                limits,
+                                settings.ingest().groupCommitLockWait()),
                         this::once,
                         settings.ingest().groupCommitMax(),
                         meters)

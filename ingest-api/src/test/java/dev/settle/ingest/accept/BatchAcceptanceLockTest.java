@@ -1,27 +1,40 @@
 package dev.settle.ingest.accept;
 
 import dev.settle.ingest.IngestApp;
+import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiKeyFilter;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.dao.DataAccessException;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@link BatchAcceptance#LOCK_SESSIONS} locks an existing session's row itself (not only its unique-key entry), though
  * it changes nothing in it: until the batch commits, no other writer of the session (the agent's reply commit, a
- * lease claim, another accept) gets past it, so what the batch read and decided stays true.
+ * lease claim, another accept) gets past it, so what the batch read and decided stays true. And a batch waits for
+ * those rows at most its lock wait ({@code settle.ingest.group-commit-lock-wait}): one session's row held by a stalled writer (a frozen agent in
+ * its reply commit) fails the batch, whose messages then go alone, instead of holding up every session in it.
  */
 class BatchAcceptanceLockTest {
+    static final Duration LOCK_WAIT = Duration.ofMillis(500);
     static IngestApp app;
 
     @BeforeAll
@@ -32,6 +45,58 @@ class BatchAcceptanceLockTest {
     @AfterAll
     static void stop() {
         app.close();
+    }
+
+    @Test
+    void a_batch_gives_up_waiting_for_a_held_session_row_after_its_lock_wait_and_stores_nothing() throws Exception {
+        String held = "held-" + UUID.randomUUID();
+        String free = "free-" + UUID.randomUUID();
+        for (String s : List.of(held, free)) {
+            assertEquals(
+                    202,
+                    app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}")
+                            .statusCode());
+        }
+        BatchAcceptance batches = new BatchAcceptance(
+                app.jdbc,
+                app.context.getBean(TransactionTemplate.class),
+                "queue",
+                app.context.getBean(IngestSettings.class).limits(),
+                LOCK_WAIT);
+        DataSource ds = app.context.getBean(DataSource.class);
+        try (Connection other = ds.getConnection()) {
+            other.setAutoCommit(false);
+            try (Statement st = other.createStatement()) {
+                st.executeQuery("SELECT id FROM chat_session WHERE external_id = '" + held + "' FOR UPDATE")
+                        .close();
+            }
+            long started = System.nanoTime();
+            CompletableFuture<List<BatchAcceptance.Outcome>> batch = CompletableFuture.supplyAsync(
+                    () -> batches.acceptAll(List.of(item(free, "a"), item(held, "b")), () -> {}),
+                    r -> Thread.ofPlatform().start(r));
+            ExecutionException failed = assertThrows(ExecutionException.class, () -> batch.get(10, TimeUnit.SECONDS));
+            long waited = Duration.ofNanos(System.nanoTime() - started).toMillis();
+            assertInstanceOf(DataAccessException.class, failed.getCause(), failed.toString());
+            assertTrue(waited >= LOCK_WAIT.toMillis() - 50, "it waited for the row first: " + waited + " ms");
+            other.rollback();
+        }
+        for (String s : List.of(held, free)) {
+            assertEquals(
+                    1L,
+                    app.jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id "
+                                    + "WHERE s.external_id = ?",
+                            Long.class,
+                            s),
+                    "the failed batch stored nothing of " + s);
+        }
+    }
+
+    private static BatchAcceptance.Item item(String session, String text) {
+        return new BatchAcceptance.Item(
+                ApiKeyFilter.DEFAULT_TENANT,
+                new MessageRequest(session, text, null, "sha-" + text),
+                UUID.randomUUID().toString());
     }
 
     @Test
