@@ -14,7 +14,9 @@ import java.time.Duration;
  * query timeout: Connector/J keeps it in milliseconds and enforces it with {@code KILL QUERY} from a second
  * connection; any other driver gets JDBC's, in whole seconds rounded up. The statement then fails (a
  * {@link org.springframework.dao.DataAccessException}) with its own changes undone; the locks it took are held until
- * its transaction, which the caller must roll back, ends.
+ * its transaction, which the caller must roll back, ends. The bound covers the statement's whole run, not only its
+ * waits, so it must sit far above the statement's own time on a loaded server; and when the second connection cannot
+ * be opened (the server at {@code max_connections}) the statement waits as long as the server lets it.
  */
 public final class LockWait {
     private LockWait() {}
