@@ -108,14 +108,18 @@ public record IngestSettings(
     /**
      * @param failureRate  failed authentications per second a client address gets back; 0 = unlimited
      * @param failureBurst failed authentications a client address may make in a row before it must wait (429)
+     * @param keyCache     how long an issued key found live is trusted without a lookup; a key revoked on another
+     *                     instance is refused here at most this much later (at once on the instance that revoked
+     *                     it); 0 = a lookup for every request
      */
     public record Auth(
             @DefaultValue("1") double failureRate,
-            @DefaultValue("20") int failureBurst) {
+            @DefaultValue("20") int failureBurst,
+            @DefaultValue("100ms") Duration keyCache) {
         public Auth {
-            if (failureRate < 0 || failureBurst < 1) {
+            if (failureRate < 0 || failureBurst < 1 || keyCache.isNegative()) {
                 throw new IllegalStateException(
-                        "settle.auth: failure-rate must be at least 0, failure-burst at least 1");
+                        "settle.auth: failure-rate and key-cache must be at least 0, failure-burst at least 1");
             }
         }
     }

@@ -27,8 +27,9 @@ import java.util.regex.Pattern;
  *       {@code default}) are compared in constant time, in memory.</li>
  *   <li>Any other key: a client address that has used up its failed attempts ({@link AuthFailureLimiter}) gets
  *       429 before the key is looked at; a key not of the issued form ({@code sk_} + 43 base64url characters)
- *       fails without a lookup; otherwise its hash is looked up ({@link TenantKeys}). A failure answers 401 and is
- *       charged to the address.</li>
+ *       fails without a lookup; otherwise its hash is looked up ({@link TenantKeys}; a key found live is trusted for
+ *       {@code settle.auth.key-cache}, so a live key costs at most one lookup per period, whatever its requests). A
+ *       failure answers 401 and is charged to the address.</li>
  *   <li>The tenant id travels on as the request attribute {@link #TENANT}; every query is scoped by it, so another
  *       tenant's session is simply not found (404, the same as one that does not exist).</li>
  * </ol>

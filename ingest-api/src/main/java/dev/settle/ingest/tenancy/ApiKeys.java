@@ -1,5 +1,6 @@
 package dev.settle.ingest.tenancy;
 
+import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.Sha256;
 import dev.settle.ingest.http.TenantKeys;
 import dev.settle.schema.DbTime;
@@ -21,8 +22,10 @@ import java.util.Map;
  *       characters (to tell keys apart in listings).</li>
  *   <li>{@link #tenantOf}: the hash of the presented key looks up a live (not revoked) key; the unique index on
  *       the hash makes it one indexed read. The comparison happens inside the database on a hash, so a
- *       timing difference tells nothing about a key.</li>
- *   <li>{@link #REVOKE}: one guarded UPDATE; revoking twice, or another tenant's key, changes nothing.</li>
+ *       timing difference tells nothing about a key. A key found live is trusted for {@code settle.auth.key-cache}
+ *       without another lookup ({@link LiveKeys}).</li>
+ *   <li>{@link #REVOKE}: one guarded UPDATE; revoking twice, or another tenant's key, changes nothing. This
+ *       instance refuses the key from then on; others within {@code settle.auth.key-cache}.</li>
  * </ol>
  */
 @Component
@@ -31,7 +34,7 @@ class ApiKeys implements TenantKeys {
             INSERT INTO api_key (tenant_id, key_hash, prefix, created_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))""";
 
     static final String TENANT_OF = """
-            SELECT tenant_id FROM api_key WHERE key_hash = ? AND revoked_at IS NULL""";
+            SELECT id, tenant_id FROM api_key WHERE key_hash = ? AND revoked_at IS NULL""";
 
     static final String REVOKE = """
             UPDATE api_key SET revoked_at = UTC_TIMESTAMP(6)
@@ -56,9 +59,11 @@ class ApiKeys implements TenantKeys {
 
     private static final SecureRandom RANDOM = new SecureRandom();
     private final JdbcTemplate jdbc;
+    private final LiveKeys live;
 
-    public ApiKeys(JdbcTemplate jdbc) {
+    public ApiKeys(JdbcTemplate jdbc, IngestSettings settings) {
         this.jdbc = jdbc;
+        this.live = new LiveKeys(settings.auth().keyCache());
     }
 
     /** Call inside a transaction (LAST_INSERT_ID is per connection). */
@@ -79,8 +84,19 @@ class ApiKeys implements TenantKeys {
                 || !StandardCharsets.US_ASCII.newEncoder().canEncode(presentedKey)) {
             return null;
         }
-        List<String> tenants = jdbc.queryForList(TENANT_OF, String.class, Sha256.hex(presentedKey));
-        return tenants.isEmpty() ? null : tenants.getFirst();
+        String hash = Sha256.hex(presentedKey);
+        String known = live.tenantOf(hash);
+        if (known != null) {
+            return known;
+        }
+        long since = live.generation();
+        List<Map.Entry<Long, String>> found =
+                jdbc.query(TENANT_OF, (rs, i) -> Map.entry(rs.getLong("id"), rs.getString("tenant_id")), hash);
+        if (found.isEmpty()) {
+            return null;
+        }
+        live.remember(hash, found.getFirst().getValue(), found.getFirst().getKey(), since);
+        return found.getFirst().getValue();
     }
 
     /** @return true when the key was live and is revoked now */
@@ -89,6 +105,7 @@ class ApiKeys implements TenantKeys {
         if (rows > 1) {
             throw new IllegalStateException("revoking key " + keyId + " touched " + rows + " rows");
         }
+        live.forget(keyId);
         return rows == 1;
     }
 
