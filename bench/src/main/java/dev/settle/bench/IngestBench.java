@@ -205,7 +205,7 @@ final class IngestBench {
             double[] kafka = kafkaRaw(s.kafka.bootstrapServers(), o.stage().dividedBy(2));
             Bench.log("ingest: raw produce " + Math.round(kafka[0]) + " records/s");
 
-            boolean gcAlready = o.extra().containsKey(GROUP_COMMIT);
+            boolean gcAlready = "true".equals(String.valueOf(props.get(GROUP_COMMIT)));
             Bench.log("ingest: starting the bare accept app"
                     + (gcAlready ? "" : " and ingest-api with " + GROUP_COMMIT + "=true") + ", each in its own JVM");
             Map<String, Object> gcProps = new LinkedHashMap<>(props);
