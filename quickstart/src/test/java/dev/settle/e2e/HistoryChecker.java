@@ -72,19 +72,7 @@ final class HistoryChecker {
             violations.add(
                     s + ": " + accepted.size() + " messages accepted, " + stored + " stored, version " + version);
         }
-        List<Reply> replies = jdbc.query(
-                """
-                SELECT m.message_uid, m.covers_from, m.covers_version, m.text, m.created_at, m.turn_id
-                  FROM chat_message m JOIN chat_session s ON s.id = m.session_id
-                 WHERE s.external_id = ? AND m.role = 'assistant' ORDER BY m.covers_version""",
-                (rs, i) -> new Reply(
-                        rs.getString(1),
-                        rs.getLong(2),
-                        rs.getLong(3),
-                        rs.getString(4),
-                        rs.getObject(5, LocalDateTime.class),
-                        rs.getLong(6)),
-                s);
+        List<Reply> replies = replies(s);
         // every accepted message covered by exactly one reply: the replies partition 1..version
         long next = 1;
         for (Reply r : replies) {
@@ -97,8 +85,8 @@ final class HistoryChecker {
         if (next != version + 1) {
             violations.add(s + ": replies cover up to " + (next - 1) + " of " + version + " versions");
         }
+        checkNotStale(s, replies);
         for (Reply r : replies) {
-            checkNotStale(s, r);
             checkPersisted(s, r);
         }
         // every reply delivered, per-session order held
@@ -140,18 +128,70 @@ final class HistoryChecker {
         }
     }
 
-    /** A reply may answer fewer versions than exist only when it committed past max-wait. */
-    private void checkNotStale(String s, Reply r) {
-        LocalDateTime oldest = jdbc.queryForObject("""
-                SELECT m.created_at FROM chat_message m JOIN chat_session s ON s.id = m.session_id
-                 WHERE s.external_id = ? AND m.version = ?""", LocalDateTime.class, s, r.from());
-        Integer newer =
-                jdbc.queryForObject("""
-                SELECT COUNT(*) FROM chat_message m JOIN chat_session s ON s.id = m.session_id
-                 WHERE s.external_id = ? AND m.version > ? AND m.created_at < ?""", Integer.class, s, r.to(), r.createdAt().minusNanos(200_000_000));
-        if (newer > 0 && r.createdAt().isBefore(oldest.plus(maxWait))) {
-            violations.add(s + ": stale reply " + r.replyId() + " for " + r.from() + "-" + r.to()
-                    + " committed before max-wait although newer messages existed");
+    /** The session's replies, in version order. */
+    private List<Reply> replies(String s) {
+        return jdbc.query(
+                """
+                SELECT m.message_uid, m.covers_from, m.covers_version, m.text, m.created_at, m.turn_id
+                  FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+                 WHERE s.external_id = ? AND m.role = 'assistant' ORDER BY m.covers_version""",
+                (rs, i) -> new Reply(
+                        rs.getString(1),
+                        rs.getLong(2),
+                        rs.getLong(3),
+                        rs.getString(4),
+                        rs.getObject(5, LocalDateTime.class),
+                        rs.getLong(6)),
+                s);
+    }
+
+    /**
+     * A reply may answer fewer versions than exist only when it committed past max-wait. Whether a newer message
+     * existed when the reply committed is judged by the session's event seqs, not by clocks: an accept reserves its
+     * {@code message.accepted} seq while it holds the session row, and a reply's commit reserves its
+     * {@code reply.created} seq by the statement that checks the version, under the same row lock, so seq order is
+     * the order in which they held the row, and committed. (A message's {@code created_at} is the database time when
+     * its accept's statement began, which may precede a reply that held the row while the accept waited for it.)
+     */
+    void checkNotStale(String s) {
+        checkNotStale(s, replies(s));
+    }
+
+    private void checkNotStale(String s, List<Reply> replies) {
+        Map<Long, Long> acceptedSeq = new HashMap<>();
+        Map<String, Long> replySeq = new HashMap<>();
+        jdbc.query(
+                """
+                SELECT e.seq, e.type, e.data FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type IN ('message.accepted', 'reply.created')""",
+                rs -> {
+                    var data = SseClient.JSON.readTree(rs.getString("data"));
+                    if ("message.accepted".equals(rs.getString("type"))) {
+                        acceptedSeq.put(data.get("version").asLong(), rs.getLong("seq"));
+                    } else {
+                        replySeq.put(data.get("replyId").asString(), rs.getLong("seq"));
+                    }
+                },
+                s);
+        for (Reply r : replies) {
+            Long committed = replySeq.get(r.replyId());
+            if (committed == null) {
+                violations.add(s + ": reply " + r.replyId() + " has no reply.created event");
+                continue;
+            }
+            List<Long> newer = acceptedSeq.entrySet().stream()
+                    .filter(e -> e.getKey() > r.to() && e.getValue() < committed)
+                    .map(Map.Entry::getKey)
+                    .sorted()
+                    .toList();
+            LocalDateTime oldest = jdbc.queryForObject("""
+                    SELECT m.created_at FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+                     WHERE s.external_id = ? AND m.version = ?""", LocalDateTime.class, s, r.from());
+            if (!newer.isEmpty() && r.createdAt().isBefore(oldest.plus(maxWait))) {
+                violations.add(s + ": stale reply " + r.replyId() + " for " + r.from() + "-" + r.to()
+                        + " committed before max-wait although newer messages existed (versions " + newer
+                        + " accepted before its event seq " + committed + ")");
+            }
         }
     }
 
