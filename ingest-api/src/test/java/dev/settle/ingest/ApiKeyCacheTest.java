@@ -121,14 +121,14 @@ class ApiKeyCacheTest {
     @Test
     void a_lookup_that_read_the_key_before_the_revocation_does_not_let_the_next_request_in() throws Exception {
         String[] tenantKey = newTenantKey();
-        LookupGate.close();
+        LookupGate.GATE.close();
         CompletableFuture<Integer> early;
         try {
             early = CompletableFuture.supplyAsync(() -> get(app, tenantKey[2]));
-            await().atMost(Duration.ofSeconds(10)).until(() -> LookupGate.waiting() == 1);
+            await().atMost(Duration.ofSeconds(10)).until(() -> LookupGate.GATE.waiting() == 1);
             revoke(tenantKey);
         } finally {
-            LookupGate.open();
+            LookupGate.GATE.open();
         }
         assertEquals(404, early.get(10, TimeUnit.SECONDS), "it started before the revocation: let in");
         assertEquals(401, get(app, tenantKey[2]), "the next request, after the revocation returned");

@@ -51,7 +51,7 @@ class GroupCommitOverlapTest {
 
     @AfterEach
     void opened() {
-        CommitGate.open();
+        CommitGate.GATE.open();
     }
 
     /** Posts on a thread of its own (the common pool may have one thread, held by the first post). */
@@ -102,16 +102,16 @@ class GroupCommitOverlapTest {
     void a_batch_for_another_session_commits_while_the_batch_before_it_is_committing() {
         String a = "overlap-a-" + UUID.randomUUID();
         String b = "overlap-b-" + UUID.randomUUID();
-        CommitGate.close();
+        CommitGate.GATE.close();
         CompletableFuture<HttpResponse<String>> first = post(a, "first");
-        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.GATE.waiting() == 1);
         CompletableFuture<HttpResponse<String>> second = post(b, "second");
         // the second batch sent its statements and waits at its own commit, beside the first one's
-        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 2);
+        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.GATE.waiting() == 2);
         assertEquals(0, version(a), "nothing is visible before its commit");
         assertEquals(0, version(b));
         assertTrue(!first.isDone() && !second.isDone(), "202 only after the commit");
-        CommitGate.open();
+        CommitGate.GATE.open();
         assertEquals(202, first.join().statusCode(), first.join().body());
         assertEquals(202, second.join().statusCode(), second.join().body());
         assertEquals(1, version(a));
@@ -122,14 +122,14 @@ class GroupCommitOverlapTest {
     @Test
     void a_batch_for_the_same_session_waits_for_the_row_and_comes_after_it() {
         String a = "overlap-same-" + UUID.randomUUID();
-        CommitGate.close();
+        CommitGate.GATE.close();
         CompletableFuture<HttpResponse<String>> first = post(a, "first");
-        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.waiting() == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> CommitGate.GATE.waiting() == 1);
         CompletableFuture<HttpResponse<String>> second = post(a, "second");
         // the second leads at once and waits for the row the first one holds until its commit
         awaitOneUpsertWaitingForItsRow();
-        assertEquals(1, CommitGate.waiting());
-        CommitGate.open();
+        assertEquals(1, CommitGate.GATE.waiting());
+        CommitGate.GATE.open();
         assertEquals(202, first.join().statusCode(), first.join().body());
         assertEquals(202, second.join().statusCode(), second.join().body());
         List<Map<String, Object>> rows = app.jdbc.queryForList(

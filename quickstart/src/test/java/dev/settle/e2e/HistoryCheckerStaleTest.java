@@ -30,7 +30,7 @@ class HistoryCheckerStaleTest {
 
     @AfterAll
     static void stop() {
-        ReplyHold.open();
+        ReplyHold.GATE.open();
         settle.close();
     }
 
@@ -52,11 +52,11 @@ class HistoryCheckerStaleTest {
     @Test
     void a_reply_committed_while_a_newer_accept_waited_for_the_session_row_is_not_stale() throws Exception {
         String s = SettleSystem.newSessionId();
-        ReplyHold.close();
+        ReplyHold.GATE.close();
         CompletableFuture<?> second;
         try {
             settle.post(s, "first");
-            await().atMost(Duration.ofSeconds(30)).until(() -> ReplyHold.waiting() == 1);
+            await().atMost(Duration.ofSeconds(30)).until(() -> ReplyHold.GATE.waiting() == 1);
             // the reply for version 1 has passed its version check and holds the session row: the next accept waits
             second = CompletableFuture.runAsync(() -> settle.post(s, "second"));
             await().atMost(Duration.ofSeconds(10)).until(() -> lockWaits() == 1);
@@ -65,7 +65,7 @@ class HistoryCheckerStaleTest {
                     .atMost(Duration.ofSeconds(10))
                     .until(() -> !second.isDone() && lockWaits() == 1);
         } finally {
-            ReplyHold.open();
+            ReplyHold.GATE.open();
         }
         second.get(30, TimeUnit.SECONDS);
         await().atMost(Duration.ofSeconds(30)).until(() -> settle.webhooks(s).size() == 2);
