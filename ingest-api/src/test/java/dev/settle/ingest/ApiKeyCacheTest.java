@@ -15,7 +15,6 @@ import java.util.concurrent.TimeUnit;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * An issued key's tenant is looked up once per {@code settle.auth.key-cache}, not once per request, and a revoked key
@@ -53,7 +52,7 @@ class ApiKeyCacheTest {
         app.close();
     }
 
-    /** A new tenant; returns its key id and key. */
+    /** A new tenant: its id, its key's id and its key. */
     static String[] newTenantKey() {
         String tenant = "k" + UUID.randomUUID().toString().substring(0, 8);
         HttpResponse<String> created =
@@ -104,14 +103,9 @@ class ApiKeyCacheTest {
         String[] tenantKey = newTenantKey();
         assertEquals(404, get(other, tenantKey[2]));
         revoke(tenantKey);
-        long revoked = System.nanoTime();
         await().atMost(OTHER_INSTANCE_PERIOD.plusSeconds(2))
                 .pollInterval(Duration.ofMillis(20))
                 .until(() -> get(other, tenantKey[2]) == 401);
-        assertTrue(
-                System.nanoTime() - revoked
-                        < OTHER_INSTANCE_PERIOD.plusSeconds(2).toNanos(),
-                "refused within its cache period");
     }
 
     /**
