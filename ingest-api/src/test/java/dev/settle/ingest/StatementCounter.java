@@ -18,9 +18,8 @@ import java.util.function.Supplier;
  */
 public final class StatementCounter extends WatchingInterceptor {
     /** The property that installs the counter on an application's pool. */
-    public static final String PROPERTY = "spring.datasource.hikari.data-source-properties.queryInterceptors";
-
     private static final Map<String, LongAdder> BY_SQL = new ConcurrentHashMap<>();
+
     private static final Map<String, LongAdder> ROWS_BY_SQL = new ConcurrentHashMap<>();
 
     /** A snapshot of the counts so far, by SQL text with its whitespace collapsed. */

@@ -14,7 +14,6 @@ import java.util.function.Supplier;
  * application's pool by {@link #PROPERTY}; one gate per JVM.
  */
 public final class ReplyHold extends WatchingInterceptor {
-    public static final String PROPERTY = "spring.datasource.hikari.data-source-properties.queryInterceptors";
     public static final Gate GATE = new Gate();
 
     @Override

@@ -17,6 +17,11 @@ import java.util.function.Supplier;
  */
 public abstract class WatchingInterceptor implements QueryInterceptor {
     /**
+     * The Spring property that installs interceptors on an application's pool: their class names, comma-separated.
+     */
+    public static final String PROPERTY = "spring.datasource.hikari.data-source-properties.queryInterceptors";
+
+    /**
      * A statement's text as written: a prepared statement's SQL before its parameters are filled in, else the text the
      * driver sends.
      */
