@@ -101,7 +101,9 @@ final class EndToEndBench {
             long sent,
             long refused,
             long answeredAll,
-            long failedReplies) {
+            long failedReplies,
+            long preparedHeld,
+            long maxPrepared) {
         double answeredRate() {
             return answered / seconds;
         }
@@ -157,6 +159,9 @@ final class EndToEndBench {
         }
     }
 
+    /** The system property that fixes the measured rate (messages/s) instead of probing for it. */
+    static final String FIXED_RATE = "settle.bench.endtoend-rate";
+
     private static Result measure(
             Phases ph,
             Driver driver,
@@ -175,7 +180,13 @@ final class EndToEndBench {
         // per message at a higher rate, so a low rate underestimates it); a round at most doubles the rate
         double rate = Math.max(MIN_RATE, Math.round(warmRate / 2));
         double capacity = Double.NaN;
-        for (int round = 0; round < ph.probeRounds(); round++) {
+        // a fixed rate (-Dsettle.bench.endtoend-rate=N) skips the probe: A/B runs of one change compare at one rate
+        double fixed = Double.parseDouble(System.getProperty(FIXED_RATE, "0"));
+        if (fixed > 0) {
+            rate = fixed;
+            Bench.log("end to end: fixed rate " + rate + "/s, no probe");
+        }
+        for (int round = 0; fixed <= 0 && round < ph.probeRounds(); round++) {
             driver.settle(rate, Duration.ZERO, ph.maxSettle());
             Window probe = Window.open(all, hooks, jdbc, driver);
             driver.run(rate, ph.probe());
@@ -198,6 +209,8 @@ final class EndToEndBench {
         Window window = Window.open(all, hooks, jdbc, driver);
         driver.run(rate, ph.measure());
         Window.Closed w = window.close();
+        long preparedHeld =
+                jdbc.query("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'", rs -> rs.next() ? rs.getLong(2) : -1L);
         String load = loadBefore + " before, " + Bench.loadAverage() + " after";
 
         // everything sent is answered before the rest is measured
@@ -236,7 +249,9 @@ final class EndToEndBench {
                 driver.sent.get(),
                 driver.refused.get(),
                 hooks.distinct(Hooks.REPLY),
-                hooks.distinct("reply.failed"));
+                hooks.distinct("reply.failed"),
+                preparedHeld,
+                jdbc.queryForObject("SELECT @@GLOBAL.max_prepared_stmt_count", Long.class));
         Bench.log("end to end: " + w.answered() + " answered in " + IngestBench.fmt(w.seconds()) + " s ("
                 + IngestBench.fmt(result.answeredRate()) + "/s of " + rate
                 + "/s offered); Settle's CPU ms per answered "

@@ -1001,7 +1001,9 @@ final class Report {
                 answered message is a distinct `reply.created` webhook acknowledged by the receiver. CPU per answered
                 message = each process's CPU time (`/proc/<pid>/stat`) over the measured window (%s s, after the
                 warm-up) / the %d replies received in it (%s/s). SQL statements per answered message (the server's
-                `Questions`): %s. Over the window the whole machine was %s of its %d cores busy, %s of them with
+                `Questions`): %s; statements the server held prepared for the quickstart's pools at the window's end
+                (`Prepared_stmt_count`, each pooled connection prepares a statement once): %d, of `max_prepared_stmt_count`
+                %d. Over the window the whole machine was %s of its %d cores busy, %s of them with
                 other work (other helpers' builds and runs); load average %s. %d messages were accepted in the window
                 (steady when about as many as were answered). Over the stage %d messages were sent, %d refused, %d
                 answered, %d replies failed; %d were still unanswered when the rest below was measured.
@@ -1021,6 +1023,8 @@ final class Report {
                         r.answered(),
                         fmt(r.answeredRate()),
                         fmt(r.statementsPerAnswer()),
+                        r.preparedHeld(),
+                        r.maxPrepared(),
                         fmt2(r.machineCores()),
                         r.cores(),
                         fmt2(r.otherCores()),

@@ -69,6 +69,7 @@ class SettleDefaultsTest {
         assertThat(binder.bind("spring.datasource.hikari.data-source-properties", Map.class)
                         .get())
                 .containsEntry("cachePrepStmts", "true")
+                .containsEntry("useServerPrepStmts", "true")
                 .containsEntry("prepStmtCacheSize", "250")
                 .containsEntry("generateSimpleParameterMetadata", "true");
     }
