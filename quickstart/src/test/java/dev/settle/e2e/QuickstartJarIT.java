@@ -23,7 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The README's run command, for real: the packaged {@code quickstart/target/settle-quickstart.jar} started with
- * {@code java -jar} (after {@code package}; run by failsafe in {@code mvn -B verify}), configured only by the
+ * {@code java -jar}, {@code java} from the PATH (after {@code package}; run by failsafe in {@code mvn -B verify}; on
+ * the build machines that {@code java} is 17, so the jar's entry point relaunches it with a JDK 21+), configured only by the
  * environment, answers a burst of two messages with one reply, and stops on SIGTERM. Every other end-to-end test
  * starts the quickstart from the test class path; this one catches what only the fat jar can break (its layout,
  * its manifest, resources and services that the repackaging drops), and checks what its console shows
@@ -72,9 +73,16 @@ class QuickstartJarIT {
         ApiClient api = new ApiClient("http://127.0.0.1:" + port, DEFAULT_KEY);
         String session = "jar-" + UUID.randomUUID();
 
-        try (QuickstartProcess quickstart = QuickstartProcess.jar(jar, env, logs.resolve("quickstart.log"), tmp)) {
+        // `java` as the README's command finds it on the PATH: on a machine whose java is 17, the jar finds a JDK 21+
+        int pathJava = PathJava.feature();
+        try (QuickstartProcess quickstart =
+                QuickstartProcess.jar("java", jar, env, logs.resolve("quickstart.log"), tmp)) {
             try {
                 quickstart.awaitBanner(START);
+                assertEquals(
+                        pathJava < 21,
+                        quickstart.output().contains("is too old for Settle; running it with "),
+                        "the PATH's java is " + pathJava + "; relaunched with a JDK 21+ exactly when it is older");
                 assertTrue(
                         quickstart.output().contains("API key: " + DEFAULT_KEY + "\n"),
                         "banner without the default key");

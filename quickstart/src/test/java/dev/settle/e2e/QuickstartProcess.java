@@ -25,18 +25,24 @@ final class QuickstartProcess implements AutoCloseable {
      * @param tmp its java.io.tmpdir, so that the test can delete what a killed quickstart leaves there
      */
     QuickstartProcess(Map<String, String> env, Path log, Path tmp) throws IOException {
-        this(List.of("-cp", System.getProperty("java.class.path"), Quickstart.class.getName()), env, log, tmp);
+        this(
+                // the JDK running this test: the one the Maven toolchain selected (21+)
+                ProcessHandle.current().info().command().orElse("java"),
+                List.of("-cp", System.getProperty("java.class.path"), Quickstart.class.getName()),
+                env,
+                log,
+                tmp);
     }
 
-    /** The quickstart as the README runs it: {@code java -jar settle-quickstart.jar}. */
-    static QuickstartProcess jar(Path jar, Map<String, String> env, Path log, Path tmp) throws IOException {
-        return new QuickstartProcess(List.of("-jar", jar.toString()), env, log, tmp);
+    /** The quickstart as the README runs it: {@code java -jar settle-quickstart.jar}, with {@code java} as given. */
+    static QuickstartProcess jar(String java, Path jar, Map<String, String> env, Path log, Path tmp)
+            throws IOException {
+        return new QuickstartProcess(java, List.of("-jar", jar.toString()), env, log, tmp);
     }
 
     /** @param launch what follows the JVM options: a class path and main class, or {@code -jar} and a jar */
-    private QuickstartProcess(List<String> launch, Map<String, String> env, Path log, Path tmp) throws IOException {
-        // the JDK running this test: the one the Maven toolchain selected (21+)
-        String java = ProcessHandle.current().info().command().orElse("java");
+    private QuickstartProcess(String java, List<String> launch, Map<String, String> env, Path log, Path tmp)
+            throws IOException {
         List<String> command = new ArrayList<>(List.of(java, "-Xmx768m", "-Djava.io.tmpdir=" + tmp));
         command.addAll(launch);
         ProcessBuilder builder = new ProcessBuilder(command);
