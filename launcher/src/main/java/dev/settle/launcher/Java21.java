@@ -1,4 +1,4 @@
-package dev.settle.quickstart.launch;
+package dev.settle.launcher;
 
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
@@ -9,16 +9,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
+import java.util.jar.Manifest;
 
 /**
- * The quickstart jar's entry point, compiled for Java 17 so that {@code java -jar settle-quickstart.jar} starts on any
- * JDK from 17 on (Spring Boot 4's own floor, and the {@code java} of machines that carry a newer JDK beside it).
+ * The entry point of Settle's executable jars (the quickstart's, the bench's), compiled for Java 17 so that
+ * {@code java -jar} starts on any JDK from 17 on (Spring Boot 4's own floor, and the {@code java} of machines that carry
+ * a newer JDK beside it).
  *
- * <p>The rule: on Java 21 or later it runs {@code dev.settle.quickstart.Quickstart} in this JVM. On an older one it
- * runs the same command line (JVM options, {@code -jar}, the jar, the arguments; same directory and environment) with
- * the newest JDK 21+ it finds — {@code JAVA_HOME}, then the JDKs installed under {@link #JDK_DIRS} — and exits with
- * its status; the newer JVM stops when this one does (a signal here is passed on, and the child watches this process),
- * so a wrapper is never left running alone. Without a JDK 21+ it says so and exits with status 1.
+ * <p>The rule: on Java 21 or later it runs the jar's main class (its manifest's {@value #MAIN_ATTRIBUTE}) in this JVM.
+ * On an older one it runs the same command line (JVM options, {@code -jar}, the jar, the arguments; same directory and
+ * environment) with the newest JDK 21+ it finds — {@code JAVA_HOME}, then the JDKs installed under {@link #JDK_DIRS} —
+ * and exits with its status; the newer JVM stops when this one does (a signal here is passed on, and the child watches
+ * this process), so neither is left running alone. Without a JDK 21+ it says so and exits with status 1.
  */
 public final class Java21 {
     /** The lowest Java feature release Settle runs on. */
@@ -28,7 +31,8 @@ public final class Java21 {
     /** Set on the newer JVM: the pid of the JVM that started it, whose exit ends it. */
     static final String PARENT = "settle.launcher.parent";
 
-    private static final String MAIN = "dev.settle.quickstart.Quickstart";
+    /** The manifest attribute naming the class whose {@code main} the jar runs. */
+    static final String MAIN_ATTRIBUTE = "Settle-Main-Class";
 
     private Java21() {}
 
@@ -45,8 +49,8 @@ public final class Java21 {
                     + ". Install one, or run the jar with its java.");
             System.exit(1);
         }
-        System.err.println("Java " + Runtime.version().feature() + " is too old for Settle; running it with "
-                + java.get());
+        System.err.println(
+                "Java " + Runtime.version().feature() + " is too old for Settle; running it with " + java.get());
         System.exit(relaunch(java.get()));
     }
 
@@ -81,11 +85,23 @@ public final class Java21 {
     }
 
     private static void runMain(String[] args) throws Throwable {
+        String jar = System.getProperty("java.class.path");
+        String main = mainClass(Path.of(jar))
+                .orElseThrow(() -> new IllegalStateException(jar + " names no " + MAIN_ATTRIBUTE + " in its manifest"));
         ClassLoader loader = Thread.currentThread().getContextClassLoader();
         try {
-            Class.forName(MAIN, true, loader).getMethod("main", String[].class).invoke(null, (Object) args);
+            Class.forName(main, true, loader).getMethod("main", String[].class).invoke(null, (Object) args);
         } catch (InvocationTargetException e) {
             throw e.getCause();
+        }
+    }
+
+    /** The class a jar runs: its manifest's {@value #MAIN_ATTRIBUTE}. */
+    static Optional<String> mainClass(Path jar) throws IOException {
+        try (JarFile file = new JarFile(jar.toFile())) {
+            Manifest manifest = file.getManifest();
+            return Optional.ofNullable(
+                    manifest == null ? null : manifest.getMainAttributes().getValue(MAIN_ATTRIBUTE));
         }
     }
 
@@ -107,7 +123,9 @@ public final class Java21 {
                 for (Path jdk : jdks) {
                     for (Path home : List.of(jdk, jdk.resolve("Contents").resolve("Home"))) {
                         int f = feature(home);
-                        if (f >= NEEDED && f > bestFeature && Files.isExecutable(home.resolve("bin").resolve("java"))) {
+                        if (f >= NEEDED
+                                && f > bestFeature
+                                && Files.isExecutable(home.resolve("bin").resolve("java"))) {
                             best = home.resolve("bin").resolve("java");
                             bestFeature = f;
                         }
@@ -129,7 +147,9 @@ public final class Java21 {
         try {
             for (String line : Files.readAllLines(release)) {
                 if (line.startsWith("JAVA_VERSION=")) {
-                    String v = line.substring("JAVA_VERSION=".length()).replace("\"", "").trim();
+                    String v = line.substring("JAVA_VERSION=".length())
+                            .replace("\"", "")
+                            .trim();
                     String[] parts = v.split("[.+-]");
                     int first = Integer.parseInt(parts[0]);
                     return first == 1 && parts.length > 1 ? Integer.parseInt(parts[1]) : first;

@@ -1,4 +1,4 @@
-package dev.settle.quickstart.launch;
+package dev.settle.launcher;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -9,10 +9,16 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Optional;
+import java.util.jar.Attributes;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** Which JDK the quickstart jar's entry point relaunches itself with when the {@code java} that started it is older. */
+/**
+ * Which JDK an executable jar's entry point relaunches itself with when the {@code java} that started it is older, and
+ * which class it runs.
+ */
 class Java21Test {
     @TempDir
     Path dir;
@@ -56,6 +62,20 @@ class Java21Test {
         assertThat(Java21.find(null, List.of(dir))).isEqualTo(Optional.empty());
         assertThat(Java21.feature(dir.resolve("jdk-8"))).isEqualTo(8);
         assertThat(Java21.feature(dir.resolve("not-a-jdk"))).isZero();
+    }
+
+    @Test
+    void the_class_a_jar_runs_is_named_by_its_manifest() throws IOException {
+        Manifest manifest = new Manifest();
+        manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        manifest.getMainAttributes().putValue(Java21.MAIN_ATTRIBUTE, "dev.settle.quickstart.Quickstart");
+        Path named = dir.resolve("named.jar");
+        new JarOutputStream(Files.newOutputStream(named), manifest).close();
+        Path unnamed = dir.resolve("unnamed.jar");
+        new JarOutputStream(Files.newOutputStream(unnamed)).close();
+
+        assertThat(Java21.mainClass(named)).contains("dev.settle.quickstart.Quickstart");
+        assertThat(Java21.mainClass(unnamed)).isEmpty();
     }
 
     /** A JDK's shape as the finder sees it: a {@code release} file and an executable {@code bin/java}. */
