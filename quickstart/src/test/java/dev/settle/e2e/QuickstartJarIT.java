@@ -24,8 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The README's run command, for real: the packaged {@code quickstart/target/settle-quickstart.jar} started with
  * {@code java -jar}, {@code java} from the PATH (after {@code package}; run by failsafe in {@code mvn -B verify}; on
- * the build machines that {@code java} is 17, so the jar's entry point relaunches it with a JDK 21+), configured only by the
- * environment, answers a burst of two messages with one reply, and stops on SIGTERM. Every other end-to-end test
+ * the build machines that {@code java} is 17, so the jar's entry point relaunches it with a JDK 21+), configured only
+ * by the environment, answers a burst of two messages with one reply, and stops on SIGTERM. Every other end-to-end test
  * starts the quickstart from the test class path; this one catches what only the fat jar can break (its layout,
  * its manifest, resources and services that the repackaging drops), and checks what its console shows
  * ({@link QuickstartConsole}).
