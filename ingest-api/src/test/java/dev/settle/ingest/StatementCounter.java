@@ -17,9 +17,7 @@ import java.util.function.Supplier;
  * per JVM, so a test reads deltas.
  */
 public final class StatementCounter extends WatchingInterceptor {
-    /** The property that installs the counter on an application's pool. */
     private static final Map<String, LongAdder> BY_SQL = new ConcurrentHashMap<>();
-
     private static final Map<String, LongAdder> ROWS_BY_SQL = new ConcurrentHashMap<>();
 
     /** A snapshot of the counts so far, by SQL text with its whitespace collapsed. */
