@@ -219,12 +219,15 @@ class EventStreamBeforeSessionTest {
             await().pollDelay(Duration.ofSeconds(2)).atMost(WITHIN).until(() -> true);
             Map<String, Long> counted = StatementCounter.delta(before, StatementCounter.snapshot());
             long tookMillis = (System.nanoTime() - start) / 1_000_000;
-            // one lookup of all the waited-for ids per 50 ms poll interval, none per stream
+            // one lookup of all the waited-for ids per 50 ms poll interval, none per stream (the poller's other
+            // statements serve streams of sessions that exist, which other tests of this JVM may still hold open)
             long allowed = tookMillis / 50 + 1;
-            long total = StatementCounter.total(counted);
+            long total = counted.entrySet().stream()
+                    .filter(e -> e.getKey().startsWith("SELECT id, tenant_id, external_id"))
+                    .mapToLong(Map.Entry::getValue)
+                    .sum();
             assertTrue(
-                    total <= allowed,
-                    total + " statements in " + tookMillis + " ms, at most " + allowed + ": " + counted);
+                    total <= allowed, total + " lookups in " + tookMillis + " ms, at most " + allowed + ": " + counted);
             assertTrue(total >= 1, "the waiting streams are looked after: " + counted);
 
             String s = sessions.get(n / 2);
