@@ -222,10 +222,7 @@ class EventStreamBeforeSessionTest {
             // one lookup of all the waited-for ids per 50 ms poll interval, none per stream (the poller's other
             // statements serve streams of sessions that exist, which other tests of this JVM may still hold open)
             long allowed = tookMillis / 50 + 1;
-            long total = counted.entrySet().stream()
-                    .filter(e -> e.getKey().startsWith("SELECT id, tenant_id, external_id"))
-                    .mapToLong(Map.Entry::getValue)
-                    .sum();
+            long total = StatementCounter.total(counted, "SELECT id, tenant_id, external_id");
             assertTrue(
                     total <= allowed, total + " lookups in " + tookMillis + " ms, at most " + allowed + ": " + counted);
             assertTrue(total >= 1, "the waiting streams are looked after: " + counted);

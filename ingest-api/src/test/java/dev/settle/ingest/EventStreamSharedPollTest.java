@@ -177,10 +177,7 @@ class EventStreamSharedPollTest {
 
     /** The statements (or rows) of the poller's reads of sessions' seqs, after a bucket had news. */
     static long sessionReads(Map<String, Long> counts) {
-        return counts.entrySet().stream()
-                .filter(e -> e.getKey().startsWith("SELECT id, event_seq FROM chat_session WHERE id IN"))
-                .mapToLong(Map.Entry::getValue)
-                .sum();
+        return StatementCounter.total(counts, "SELECT id, event_seq FROM chat_session WHERE id IN");
     }
 
     @Test

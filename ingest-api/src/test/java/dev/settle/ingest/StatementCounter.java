@@ -52,6 +52,14 @@ public final class StatementCounter extends WatchingInterceptor {
         return counts.values().stream().mapToLong(Long::longValue).sum();
     }
 
+    /** The executions of the statements whose text starts with {@code prefix}. */
+    public static long total(Map<String, Long> counts, String prefix) {
+        return counts.entrySet().stream()
+                .filter(e -> e.getKey().startsWith(prefix))
+                .mapToLong(Map.Entry::getValue)
+                .sum();
+    }
+
     @Override
     public <T extends Resultset> T preProcess(Supplier<String> sql, Query query) {
         BY_SQL.computeIfAbsent(text(sql, query), k -> new LongAdder()).increment();
