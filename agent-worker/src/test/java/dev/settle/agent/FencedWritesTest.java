@@ -72,9 +72,14 @@ class FencedWritesTest {
 
     /** A transaction of the agent is waiting for a lock in a statement that starts with {@code statement}. */
     static boolean waiting(String statement) {
+        return waitingIn(statement) > 0;
+    }
+
+    /** Transactions waiting for a lock in a statement that starts with {@code statement}. */
+    static int waitingIn(String statement) {
         return agent.count("""
                 SELECT COUNT(*) FROM information_schema.INNODB_TRX
-                 WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE CONCAT(?, '%')""", statement) > 0;
+                 WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE CONCAT(?, '%')""", statement);
     }
 
     static String turnState(long turnId) {
@@ -129,6 +134,46 @@ class FencedWritesTest {
         assertEquals(1, events(session, "reply.created"));
         assertEquals(0, agent.count("SELECT COUNT(*) FROM session_burst WHERE session_id = ?", session));
         assertEquals("COMMITTED", turnState(turnId));
+    }
+
+    /**
+     * The reply's first statement also ends its turn (one multi-table UPDATE of the session row and the turn's row),
+     * and it locks the session row first, the order of every transaction under a lease: held up on the turn's row,
+     * it already holds the session, so a successor whose claim comes after the lease expired waits for the reply,
+     * which commits whole; the successor then finds nothing to answer. Were the turn's row locked first, the
+     * successor's claim would not wait, it would take the session over and the reply would be refused.
+     */
+    @Test
+    void a_reply_held_up_on_its_turn_row_already_holds_the_session_and_commits_before_a_successor() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lease = leases.claim(session);
+        Conversation.Snapshot turn = conversation.load(lease);
+        long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
+        try (Connection blocker = db.getConnection();
+                ExecutorService pool = Executors.newFixedThreadPool(2)) {
+            blocker.setAutoCommit(false);
+            try (PreparedStatement lock =
+                    blocker.prepareStatement("SELECT id FROM chat_turn WHERE id = ? FOR UPDATE")) {
+                lock.setLong(1, turnId);
+                lock.executeQuery().close();
+            }
+            expireIn(session, Duration.ofSeconds(3));
+            Future<ReplyCommit.Outcome> commit = pool.submit(() -> agent.bean(ReplyCommit.class)
+                    .commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "held"), Turns.Calls.NONE)
+                    .outcome());
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> waiting("UPDATE chat_session s JOIN chat_turn t") && expired(session));
+            Future<SessionLease.Lease> successor = pool.submit(() -> leases.claim(session));
+            await().atMost(Duration.ofSeconds(30)).until(() -> waitingIn("UPDATE chat_session") == 2);
+            blocker.rollback();
+            assertEquals(ReplyCommit.Outcome.COMMITTED, commit.get(30, TimeUnit.SECONDS));
+            assertNull(successor.get(30, TimeUnit.SECONDS), "answered: nothing left to claim");
+        }
+        assertEquals("COMMITTED", turnState(turnId));
+        assertEquals(1, agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session));
+        assertEquals(
+                1,
+                agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
     }
 
     @Test

@@ -76,7 +76,7 @@ class ReplyCostTest {
         assertEquals(1, transactions(byApp.get("ingest-api")), report);
         assertEquals(6, byApp.get("debounce-worker").size(), report);
         assertEquals(2, transactions(byApp.get("debounce-worker")), report);
-        assertEquals(13, byApp.get("agent-worker").size(), report);
+        assertEquals(12, byApp.get("agent-worker").size(), report);
         assertEquals(4, transactions(byApp.get("agent-worker")), report);
     }
 

@@ -29,51 +29,51 @@ import java.util.UUID;
  * <ol>
  *   <li>{@link #ADVANCE}: one guarded UPDATE moves replied_version from the turn's start to its end. It checks
  *       the lease token and its expiry, the expected replied_version, and the version (or the deadline) in
- *       the same statement; it also reserves the seqs of the events still to write, releases the lease, and
- *       reports whether newer messages are waiting (in its OK packet). 0 rows = discard; nothing else is
- *       written.</li>
+ *       the same statement; it also reserves the seqs of the events still to write, releases the lease, moves
+ *       the turn (still RUNNING under this lease) to COMMITTED with its model calls, and reports whether newer
+ *       messages are waiting (in its OK packet). 0 rows = discard; nothing else is written.</li>
  *   <li>ADVANCE holds the session row's lock until commit, so nobody can claim the lease, append an event or
  *       answer the session before this transaction ends: the statements after it need no fence of their own. In
  *       the same transaction: the stream's last events and {@code reply.created} (seqs reserved by ADVANCE), the
  *       reply row (unique per covered version) — inserted only if the turn's persisted deltas are all there
- *       ({@link #INSERT_REPLY}; otherwise the whole reply rolls back and the turn fails) —, the turn's COMMITTED
- *       transition with its model calls, the outbox row of its webhook ({@link Outbox}) and the deletion of the
- *       burst ends it covered.</li>
+ *       ({@link #INSERT_REPLY}; otherwise the whole reply rolls back and the turn fails) —, the outbox row of its
+ *       webhook ({@link Outbox}) and the deletion of the burst ends it covered.</li>
  * </ol>
  */
 @Component
 public class ReplyCommit {
     /**
-     * Parameters: replied_version, session, replied_version (for the oldest unanswered), events to reserve, the
-     * turn's last version (newer messages waiting?), session, expected replied_version, version, max-wait, default
-     * policy, lease token. Its LAST_INSERT_ID is {@code top seq * 2 + (newer messages waiting)}.
+     * Moves the session and ends the turn in one statement: the session's replied_version advances, its lease is
+     * released, its event seqs are reserved, and the turn's row becomes COMMITTED with its model calls — or nothing
+     * changes. Parameters: turn, the turn's lease token, replied_version, session, replied_version (for the oldest
+     * unanswered), events to reserve, the turn's last version (newer messages waiting?), the turn's calls
+     * ({@link Turns.Calls#bind}, 4), session, expected replied_version, version, max-wait, default policy, lease token.
+     * Its LAST_INSERT_ID is {@code top seq * 2 + (newer messages waiting)}; it matches 2 rows (the session's and the
+     * turn's) or none. Every assignment reads only its own column's old value or a parameter, so the order in which
+     * the server applies them (not fixed for a multi-table UPDATE) does not matter.
      */
-    static final String ADVANCE =
-            """
-            UPDATE chat_session s
+    static final String ADVANCE = """
+            UPDATE chat_session s JOIN chat_turn t
+                ON t.id = ? AND t.session_id = s.id AND t.state = 'RUNNING' AND t.lease_token = ?
                SET s.replied_version = ?,
                    s.oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
                                               WHERE m.session_id = ? AND m.version > ?),
                    s.event_seq = LAST_INSERT_ID((s.event_seq + ?) * 2 + (s.version > ?)) DIV 2,
                    s.lease_token = NULL,
-                   s.lease_expires_at = NULL
+                   s.lease_expires_at = NULL,
+                   t.state = 'COMMITTED', t.ended_at = UTC_TIMESTAMP(6),\s""" + Turns.Calls.ADD + """
+
              WHERE s.id = ?
                AND s.replied_version = ?
                AND (s.version = ? OR s.oldest_unanswered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
-                    OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')" + " AND " + SessionRules.LEASE_OURS;
+                    OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')"
+            + " AND " + SessionRules.LEASE_OURS;
 
     /** The reply, if the turn's persisted deltas number what it streamed (parameters 7–8: turn, count). */
     static final String INSERT_REPLY = """
             INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
             SELECT ?, ?, 'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6) FROM DUAL
              WHERE (SELECT COUNT(*) FROM session_event e WHERE e.turn_id = ? AND e.chunk_seq > 0) = ?""";
-
-    /** The turn's own lease token; ADVANCE checked the session's lease in this transaction. */
-    static final String COMMIT_TURN = """
-            UPDATE chat_turn t
-               SET t.state = 'COMMITTED', t.ended_at = UTC_TIMESTAMP(6),\s""" + Turns.Calls.ADD + """
-
-             WHERE t.id = ? AND t.state = 'RUNNING' AND t.lease_token = ?""";
 
     /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */
     static final String SPEND_BURSTS = """
@@ -140,23 +140,33 @@ public class ReplyCommit {
         events.add(SessionEvents.Event.of("reply.created", turnId, created));
         Outcome[] failed = {null};
         Long reserved = tx.execute(status -> {
+            Object[] c = calls.bind();
             OkPacket.Reserved advanced = OkPacket.update(
                     jdbc,
                     ADVANCE,
+                    turnId,
+                    lease.token(),
                     turn.toVersion(),
                     lease.sessionId(),
                     turn.toVersion(),
                     events.size(),
                     turn.toVersion(),
+                    c[0],
+                    c[1],
+                    c[2],
+                    c[3],
                     lease.sessionId(),
                     turn.fromVersion() - 1,
                     turn.toVersion(),
                     maxWaitMicros,
                     defaultPolicy,
                     lease.token());
-            SessionLease.expectAtMostOne(advanced.rows(), "advance replied_version");
             if (advanced.rows() == 0) {
                 return null;
+            }
+            if (advanced.rows() != 2) {
+                throw new IllegalStateException("advance of session " + lease.sessionId() + " and turn " + turnId
+                        + " matched " + advanced.rows() + " rows, expected 2");
             }
             long last = advanced.lastInsertId() > 0
                     ? advanced.lastInsertId()
@@ -176,10 +186,6 @@ public class ReplyCommit {
                 failed[0] = Outcome.STREAM_LOST;
                 status.setRollbackOnly();
                 return null;
-            }
-            Object[] c = calls.bind();
-            if (jdbc.update(COMMIT_TURN, c[0], c[1], c[2], c[3], turnId, lease.token()) != 1) {
-                throw new IllegalStateException("turn " + turnId + " was not RUNNING at commit");
             }
             outbox.replyCreated(turn.outboxSpan(), replyId, text);
             if (turn.bursts()) {
