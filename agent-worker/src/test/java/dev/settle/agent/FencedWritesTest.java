@@ -70,6 +70,17 @@ class FencedWritesTest {
                 == 1;
     }
 
+    /** A connection in an open transaction that holds the row lock {@code lockSql} takes for {@code id}. */
+    static Connection holding(String lockSql, long id) throws java.sql.SQLException {
+        Connection blocker = db.getConnection();
+        blocker.setAutoCommit(false);
+        try (PreparedStatement lock = blocker.prepareStatement(lockSql)) {
+            lock.setLong(1, id);
+            lock.executeQuery().close();
+        }
+        return blocker;
+    }
+
     /** A transaction of the agent is waiting for a lock in a statement that starts with {@code statement}. */
     static boolean waiting(String statement) {
         return waitingIn(statement) > 0;
@@ -105,14 +116,9 @@ class FencedWritesTest {
         Conversation.Snapshot turn = conversation.load(lease);
         assertTrue(turn.bursts());
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
-        try (Connection blocker = db.getConnection();
+        try (Connection blocker =
+                        holding("SELECT end_version FROM session_burst WHERE session_id = ? FOR UPDATE", session);
                 ExecutorService pool = Executors.newFixedThreadPool(2)) {
-            blocker.setAutoCommit(false);
-            try (PreparedStatement lock =
-                    blocker.prepareStatement("SELECT end_version FROM session_burst WHERE session_id = ? FOR UPDATE")) {
-                lock.setLong(1, session);
-                lock.executeQuery().close();
-            }
             expireIn(session, Duration.ofSeconds(3));
             Future<ReplyCommit.Outcome> commit = pool.submit(() -> agent.bean(ReplyCommit.class)
                     .commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "late"), Turns.Calls.NONE)
@@ -149,14 +155,8 @@ class FencedWritesTest {
         SessionLease.Lease lease = leases.claim(session);
         Conversation.Snapshot turn = conversation.load(lease);
         long turnId = turns.begin(lease, turn.fromVersion(), turn.toVersion());
-        try (Connection blocker = db.getConnection();
+        try (Connection blocker = holding("SELECT id FROM chat_turn WHERE id = ? FOR UPDATE", turnId);
                 ExecutorService pool = Executors.newFixedThreadPool(2)) {
-            blocker.setAutoCommit(false);
-            try (PreparedStatement lock =
-                    blocker.prepareStatement("SELECT id FROM chat_turn WHERE id = ? FOR UPDATE")) {
-                lock.setLong(1, turnId);
-                lock.executeQuery().close();
-            }
             expireIn(session, Duration.ofSeconds(3));
             Future<ReplyCommit.Outcome> commit = pool.submit(() -> agent.bean(ReplyCommit.class)
                     .commit(lease, turnId, turn, new TurnStream.Rest(List.of(), 0, "held"), Turns.Calls.NONE)
