@@ -6,6 +6,7 @@ import org.springframework.context.SmartLifecycle;
 
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -17,6 +18,9 @@ import java.util.concurrent.TimeUnit;
  * ({@link Duration#ZERO}: at once). A round that throws is logged and followed by a backoff that starts at
  * 100 ms and doubles up to {@code interval} (at least 100 ms); the loop never ends on a failure.
  *
+ * <p>{@link #wake()} ends the current pause at once (a wake during a round makes the next pause end at once), so a
+ * task told about new work by its own process needs no short poll interval to notice it soon.
+ *
  * <p>Stopping signals the loop and waits up to 5 s for the round in progress to finish: the thread is never
  * interrupted, so a round inside a JDBC call or a transaction ends cleanly instead of breaking its connection.
  */
@@ -27,6 +31,9 @@ public abstract class PeriodicTask implements SmartLifecycle {
     private final String name;
     private final Duration interval;
     private volatile CountDownLatch stopSignal;
+    /** A permit: end the current (or the next) pause at once. */
+    private final Semaphore wakeups = new Semaphore(0);
+
     private volatile Thread loop;
 
     protected PeriodicTask(String name, Duration interval) {
@@ -52,6 +59,11 @@ public abstract class PeriodicTask implements SmartLifecycle {
         return true;
     }
 
+    /** Ends the pause before the next round now; every wake until that round starts is answered by it. */
+    protected final void wake() {
+        wakeups.release();
+    }
+
     @Override
     public synchronized void start() {
         if (loop != null || !enabled()) {
@@ -59,6 +71,7 @@ public abstract class PeriodicTask implements SmartLifecycle {
         }
         CountDownLatch stop = new CountDownLatch(1);
         stopSignal = stop;
+        wakeups.drainPermits(); // a stop's wake-up is not the new loop's
         loop = Thread.ofPlatform().name(name).daemon().start(() -> run(stop));
     }
 
@@ -67,10 +80,13 @@ public abstract class PeriodicTask implements SmartLifecycle {
         Duration backoff = Duration.ZERO;
         while (true) {
             try {
-                if (!pause.isZero() && stop.await(pause.toNanos(), TimeUnit.NANOSECONDS) || stop.getCount() == 0) {
-                    return;
+                if (!pause.isZero() && wakeups.tryAcquire(pause.toNanos(), TimeUnit.NANOSECONDS)) {
+                    wakeups.drainPermits();
                 }
             } catch (InterruptedException e) {
+                return;
+            }
+            if (stop.getCount() == 0) {
                 return;
             }
             try {
@@ -91,6 +107,7 @@ public abstract class PeriodicTask implements SmartLifecycle {
             return;
         }
         stopSignal.countDown();
+        wakeups.release();
         try {
             if (!t.join(STOP_WAIT)) {
                 log.warn("{}: the round in progress did not end within {}", name, STOP_WAIT);

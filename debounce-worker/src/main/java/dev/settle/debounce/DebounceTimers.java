@@ -32,7 +32,8 @@ import java.util.List;
  *       created the row: a sweeper row (deadline = due now) stays due now and keeps cause {@code sweeper}.</li>
  * </ol>
  * All times come from the database clock: {@code acceptedAt} and {@code oldestUnansweredAt} were read from
- * it by ingest-api; the window and max-wait are added in SQL to the bound UTC DATETIME(6) values.
+ * it by ingest-api; the window and max-wait are added in SQL to the bound UTC DATETIME(6) values. Once the arm
+ * committed, {@link TimerWake} is told the earliest it can make the timer due.
  *
  * <p>The read never locks the session row. An {@code INSERT ... SELECT FROM chat_session} would, under
  * REPEATABLE READ, hold a shared lock on it while the insert queues on the session's timer row, which
@@ -105,11 +106,13 @@ public class DebounceTimers {
     private final JdbcClient jdbc;
     private final DebounceTiming settings;
     private final SessionPacing pacing;
+    private final TimerWake wake;
 
-    public DebounceTimers(JdbcClient jdbc, DebounceTiming settings, SessionPacing pacing) {
+    public DebounceTimers(JdbcClient jdbc, DebounceTiming settings, SessionPacing pacing, TimerWake wake) {
         this.jdbc = jdbc;
         this.settings = settings;
         this.pacing = pacing;
+        this.wake = wake;
     }
 
     /**
@@ -148,6 +151,10 @@ public class DebounceTimers {
         if (rows > 2) {
             throw new IllegalStateException("arming session " + event.sessionId() + " touched " + rows + " rows");
         }
+        // the earliest this arm can make the timer due: its window, or its max-wait deadline
+        Instant window = event.acceptedAt().plusNanos(step.window().micros() * 1000);
+        Instant deadline = oldest.plusNanos(settings.maxwaitMicros() * 1000);
+        wake.armed(window.isBefore(deadline) ? window : deadline);
         pacing.record(event.sessionId(), seen, step);
         return rows > 0;
     }

@@ -8,6 +8,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.stereotype.Component;
 
+import java.time.Instant;
 import java.util.List;
 
 /**
@@ -58,11 +59,13 @@ public class StrandedSessionSweeper extends PeriodicTask {
 
     private final JdbcClient jdbc;
     private final SweeperSettings settings;
+    private final TimerWake wake;
 
-    public StrandedSessionSweeper(JdbcClient jdbc, SweeperSettings settings) {
+    public StrandedSessionSweeper(JdbcClient jdbc, SweeperSettings settings, TimerWake wake) {
         super("stranded-session-sweeper", settings.interval());
         this.jdbc = jdbc;
         this.settings = settings;
+        this.wake = wake;
     }
 
     private record Stranded(long sessionId, long version) {}
@@ -83,6 +86,7 @@ public class StrandedSessionSweeper extends PeriodicTask {
                             .update());
         }
         if (armed > 0) {
+            wake.armed(Instant.now());
             log.info("armed {} stranded session(s)", armed);
         }
         return armed;

@@ -46,17 +46,19 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>A full batch means a backlog: go again at once.</li>
  * </ol>
  * Between rounds the loop asks the database how long until the earliest armed timer is due ({@link #NEXT_DUE},
- * one index lookup, no transaction) and sleeps exactly that long, at most {@code pollInterval} (a timer armed
- * meanwhile, here or by another instance, is seen by the next look). So a timer fires within a millisecond or
- * two of its due time instead of up to a poll interval late, and an idle round costs one statement instead of
- * a transaction.
+ * one index lookup, no transaction) and sleeps exactly that long, at most {@code pollInterval}; when it wakes at a
+ * timer's due time it fires without asking first. A timer armed in this process that may be due before the loop's
+ * next look wakes it at once ({@link TimerWake}); a timer armed elsewhere (an agent's re-arm, a timer left by an
+ * instance that died) is seen by the next look, at most {@code pollInterval} later. So a timer fires within a
+ * millisecond or two of its due time, and an idle instance asks the database {@code 1 / pollInterval} times a
+ * second.
  * Holding the row lock until the delete commits is what makes a fire exactly once per arm: a message that
  * arrives meanwhile waits for the lock (at most the publish timeout), then finds no row and arms a fresh
  * timer, instead of being deleted unseen with the fired one. The lock is on the timer row only, never on
  * {@code chat_session}.
  */
 @Component
-public class TimerFirer extends PeriodicTask {
+public class TimerFirer extends PeriodicTask implements TimerWake {
     private static final Duration PUBLISH_TIMEOUT = Duration.ofSeconds(10);
     /** The longest pause after failed rounds (the backoff starts at 100 ms and doubles up to this). */
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(2);
@@ -101,6 +103,12 @@ public class TimerFirer extends PeriodicTask {
     private final KafkaTemplate<String, String> kafka;
     private final DebounceSettings settings;
     private final AtomicLong fired = new AtomicLong();
+    /** Between the start of a round and its end: a timer armed meanwhile may be missed by the round's look. */
+    private volatile boolean inRound = true;
+    /** When the current pause ends ({@link System#nanoTime()}), once a round ended. */
+    private volatile long pauseEnds;
+    /** The pause ends at a timer's due time: the next round fires without looking first. */
+    private boolean pauseEndsAtDue;
 
     private final MeterRegistry meters;
 
@@ -213,15 +221,48 @@ public class TimerFirer extends PeriodicTask {
     /**
      * One round: when a timer is due, fire a batch and go again at once ({@link Duration#ZERO}); when none
      * fired although one is due, another instance holds those rows (SKIP LOCKED), so wait a poll interval
-     * instead of spinning; else sleep until the earliest timer is due, at most a poll interval.
+     * instead of spinning; else sleep until the earliest timer is due, at most a poll interval. A round that
+     * begins at a due time it looked up fires at once; an empty batch then looks again.
      */
     @Override
     protected Duration round() {
-        Duration pause = untilNextDue();
-        if (!pause.isZero()) {
-            return pause;
+        inRound = true;
+        Duration pause = nextPause();
+        pauseEnds = System.nanoTime() + pause.toNanos();
+        inRound = false;
+        return pause;
+    }
+
+    private Duration nextPause() {
+        if (pauseEndsAtDue && System.nanoTime() - pauseEnds >= 0) {
+            pauseEndsAtDue = false;
+            if (fireDue() >= settings.batchSize()) {
+                return Duration.ZERO;
+            }
         }
-        return fireDue() == 0 ? settings.pollInterval() : Duration.ZERO;
+        Duration pause = untilNextDue();
+        if (pause.isZero()) {
+            return fireDue() == 0 ? settings.pollInterval() : Duration.ZERO;
+        }
+        pauseEndsAtDue = pause.compareTo(settings.pollInterval()) < 0;
+        return pause;
+    }
+
+    /**
+     * Wakes the loop when this timer may be due before its next look: never for a timer due a poll interval or more
+     * from now (every pause is at most that); for a sooner one, when the loop is in a round (its look may have
+     * missed the timer) or would sleep past it. Database and local clocks are taken as one; a skew between them
+     * delays such a timer by at most the skew.
+     */
+    @Override
+    public void armed(Instant dueAt) {
+        long in = Duration.between(Instant.now(), dueAt).toNanos();
+        if (in >= settings.pollInterval().toNanos()) {
+            return;
+        }
+        if (inRound || System.nanoTime() + in - pauseEnds < 0) {
+            wake();
+        }
     }
 
     /** The first look at the table happens as soon as the application starts. */

@@ -209,8 +209,8 @@ abstract class DebounceContract {
 
     @Test
     void the_sweeper_arms_a_due_timer_for_a_stranded_session_once_and_never_over_an_armed_one() {
-        StrandedSessionSweeper sweeper =
-                new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)));
+        StrandedSessionSweeper sweeper = new StrandedSessionSweeper(
+                jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)), TimerWake.NONE);
         Instant old = sessions.dbNow().minusSeconds(60);
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long armed = sessions.insert(2, 0, 0, old, old, null, null);

@@ -80,8 +80,8 @@ class RowLockChainTest {
         long stranded = sessions.insert(3, 1, 0, old, old, null, null);
         long firing = sessions.insert(2, 0, 0, old, old, null, null);
         armDueTimer(firing);
-        StrandedSessionSweeper sweeper =
-                new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)));
+        StrandedSessionSweeper sweeper = new StrandedSessionSweeper(
+                jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)), TimerWake.NONE);
 
         whileTheFirerHoldsTheTimer(
                 firing,

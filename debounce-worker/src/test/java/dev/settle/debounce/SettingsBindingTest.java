@@ -29,12 +29,12 @@ class SettingsBindingTest {
     }
 
     @Test
-    void defaults_are_window_1500ms_maxwait_10s_poll_20ms_batch_200_sweep_2s_grace_5s() {
+    void defaults_are_window_1500ms_maxwait_10s_poll_100ms_batch_200_sweep_2s_grace_5s() {
         Binder binder = binder(Map.of());
         assertThat(binder.bindOrCreate("settle.debounce", DebounceTiming.class))
                 .isEqualTo(new DebounceTiming(Duration.ofMillis(1500), Duration.ofSeconds(10)));
         assertThat(binder.bindOrCreate("settle.debounce", DebounceSettings.class))
-                .isEqualTo(new DebounceSettings(Duration.ofMillis(20), 200, Duration.ofSeconds(3)));
+                .isEqualTo(new DebounceSettings(Duration.ofMillis(100), 200, Duration.ofSeconds(3)));
         assertThat(binder.bindOrCreate("settle.sweeper", SweeperSettings.class))
                 .isEqualTo(new SweeperSettings(Duration.ofSeconds(2), Duration.ofSeconds(5)));
         PacingSettings pacing = binder.bindOrCreate("settle.debounce", PacingSettings.class);

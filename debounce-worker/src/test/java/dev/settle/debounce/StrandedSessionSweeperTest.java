@@ -24,7 +24,8 @@ class StrandedSessionSweeperTest {
         dataSource = Databases.migrated("sweeper");
         jdbc = JdbcClient.create(dataSource);
         sessions = new Sessions(jdbc);
-        sweeper = new StrandedSessionSweeper(jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)));
+        sweeper = new StrandedSessionSweeper(
+                jdbc, new SweeperSettings(Duration.ofHours(1), Duration.ofSeconds(5)), TimerWake.NONE);
     }
 
     @AfterAll

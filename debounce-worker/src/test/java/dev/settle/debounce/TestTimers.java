@@ -20,6 +20,6 @@ final class TestTimers {
     }
 
     static DebounceTimers of(JdbcClient jdbc, DebounceTiming timing, PacingSettings settings, MeterRegistry meters) {
-        return new DebounceTimers(jdbc, timing, new SessionPacing(jdbc, timing, settings, meters));
+        return new DebounceTimers(jdbc, timing, new SessionPacing(jdbc, timing, settings, meters), TimerWake.NONE);
     }
 }

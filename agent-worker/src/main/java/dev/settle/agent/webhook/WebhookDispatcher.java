@@ -18,7 +18,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -48,8 +47,8 @@ import java.util.concurrent.atomic.LongAdder;
  *       back (due at once for another instance). A killed instance hands nothing back: its claims expire.</li>
  * </ol>
  *
- * <p>The listing runs as a {@link PeriodicTask} whose round waits for its own wake-up (the poll interval or a
- * commit); a failed round is retried after a backoff of at most {@link #FAILURE_BACKOFF}.
+ * <p>The listing runs as a {@link PeriodicTask}: its pause is the poll interval, ended early by a commit
+ * ({@link PeriodicTask#wake()}); a failed round is retried after a backoff of at most {@link #FAILURE_BACKOFF}.
  */
 @Component
 public class WebhookDispatcher extends PeriodicTask {
@@ -73,8 +72,6 @@ public class WebhookDispatcher extends PeriodicTask {
     private final LongAdder claimed = new LongAdder();
     /** Deliveries this instance is claiming or sending, so that the next poll does not start them twice. */
     private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
-    /** Released after a commit that wrote a delivery row: the loop stops waiting for its poll interval. */
-    private final Semaphore wake = new Semaphore(0);
 
     private volatile ExecutorService attempts;
     /** Set while stopping: a round in progress starts nothing more and does not wait. */
@@ -129,16 +126,8 @@ public class WebhookDispatcher extends PeriodicTask {
                 executor.execute(() -> claimAndAttempt(id));
             }
         }
-        if ((due.size() < BATCH || started == 0) && !stopping) {
-            try {
-                if (wake.tryAcquire(settings.pollInterval().toNanos(), TimeUnit.NANOSECONDS)) {
-                    wake.drainPermits(); // one poll answers every commit so far
-                }
-            } catch (InterruptedException e) {
-                // never interrupted by the loop's owner; the next round waits again
-            }
-        }
-        return Duration.ZERO;
+        // a full batch that started new work: list again at once; else wait for the poll interval or a commit
+        return due.size() < BATCH || started == 0 ? settings.pollInterval() : Duration.ZERO;
     }
 
     /**
@@ -150,7 +139,7 @@ public class WebhookDispatcher extends PeriodicTask {
         DeliveryQueue.Claim claim = written.claim();
         ExecutorService executor = attempts;
         if (claim == null || stopping || executor == null) {
-            wake.release();
+            wake(); // one round answers every commit so far
             return;
         }
         inFlight.add(claim.id());
@@ -252,7 +241,6 @@ public class WebhookDispatcher extends PeriodicTask {
             return;
         }
         stopping = true;
-        wake.release(); // ends the wait of the round in progress
         super.stop();
         attempts = null;
         try {
