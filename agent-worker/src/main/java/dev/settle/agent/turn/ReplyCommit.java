@@ -49,11 +49,14 @@ public class ReplyCommit {
      * unanswered), events to reserve, the turn's last version (newer messages waiting?), the turn's calls
      * ({@link Turns.Calls#bind}, 4), session, expected replied_version, version, max-wait, default policy, lease token.
      * Its LAST_INSERT_ID is {@code top seq * 2 + (newer messages waiting)}; it matches 2 rows (the session's and the
-     * turn's) or none. Every assignment reads only its own column's old value or a parameter, so the order in which
+     * turn's) or none. {@code STRAIGHT_JOIN} fixes the order in which the rows are read, so locked: the session's
+     * first, as in every transaction under a lease (with a plain JOIN the optimizer chooses, and MariaDB follows the
+     * text); held up on the turn's row, the reply then already holds the session, and a successor's claim waits
+     * for it instead of taking the session over (FencedWritesTest). Every assignment reads only its own column's old value or a parameter, so the order in which
      * the server applies them (not fixed for a multi-table UPDATE) does not matter.
      */
     static final String ADVANCE = """
-            UPDATE chat_session s JOIN chat_turn t
+            UPDATE chat_session s STRAIGHT_JOIN chat_turn t
                 ON t.id = ? AND t.session_id = s.id AND t.state = 'RUNNING' AND t.lease_token = ?
                SET s.replied_version = ?,
                    s.oldest_unanswered_at = (SELECT MIN(m.created_at) FROM chat_message m
