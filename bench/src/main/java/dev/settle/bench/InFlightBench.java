@@ -51,6 +51,7 @@ final class InFlightBench {
             Histogram turn,
             Map<String, Histogram> stages,
             double agentCpuMs,
+            double agentJitMs,
             double benchCpuMs,
             double dbCpuMs) {}
 
@@ -103,6 +104,7 @@ final class InFlightBench {
             cmd.add("settle.llm.timeout=" + (Math.max(o.inflightModelMs(), o.inflightBigModelMs()) / 1000 + 60) + "s");
             cmd.add("settle.webhook.url=" + hooks.url());
             Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            Instant measuredFrom = Instant.MAX; // set when the warm-up ends
             AtomicLong heapUsed = new AtomicLong();
             AtomicLong heapAfterGc = new AtomicLong();
             java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
@@ -187,6 +189,7 @@ final class InFlightBench {
                     }
                     return true;
                 });
+                measuredFrom = Instant.now();
                 List<long[]> specs = new ArrayList<>(); // level, model ms, hold s, drain s
                 for (int target : o.inflightLevels()) {
                     specs.add(new long[] {
@@ -232,7 +235,12 @@ final class InFlightBench {
                     });
                     long levelStart = System.nanoTime();
                     long q0 = Infra.questions(jdbc);
-                    double[] cpu0 = {Infra.cpuSeconds(child.pid()), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
+                    double[] cpu0 = {
+                        Infra.cpuSeconds(child.pid()),
+                        Infra.ownCpuSeconds(),
+                        infra.dbCpuSeconds(),
+                        Infra.jitCpuSeconds(child.pid())
+                    };
                     Load.paced(rate, count, i -> {
                         long id = firstId + i;
                         published[(int) i] = System.nanoTime();
@@ -261,7 +269,12 @@ final class InFlightBench {
                     });
                     heapPeak.interrupt();
                     long statements = Infra.questions(jdbc) - q0;
-                    double[] cpu1 = {Infra.cpuSeconds(child.pid()), Infra.ownCpuSeconds(), infra.dbCpuSeconds()};
+                    double[] cpu1 = {
+                        Infra.cpuSeconds(child.pid()),
+                        Infra.ownCpuSeconds(),
+                        infra.dbCpuSeconds(),
+                        Infra.jitCpuSeconds(child.pid())
+                    };
                     Histogram turn = Load.micros();
                     int replied = 0;
                     for (int i = 0; i < count; i++) {
@@ -295,6 +308,7 @@ final class InFlightBench {
                             turn,
                             stages,
                             (cpu1[0] - cpu0[0]) * 1000 / count,
+                            (cpu1[3] - cpu0[3]) * 1000 / count,
                             (cpu1[1] - cpu0[1]) * 1000 / count,
                             (cpu1[2] - cpu0[2]) * 1000 / count);
                     levels.add(level);
@@ -304,6 +318,8 @@ final class InFlightBench {
                             + IngestBench.fmt(Load.ms(turn, 50)) + " ms p99 " + IngestBench.fmt(Load.ms(turn, 99))
                             + " ms");
                     Bench.log("in-flight:   CPU per turn: agent-worker " + IngestBench.fmt(level.agentCpuMs())
+                            + " (JIT "
+                            + IngestBench.fmt(level.agentJitMs()) + ")"
                             + " ms, bench JVM (model double, broker, receiver) " + IngestBench.fmt(level.benchCpuMs())
                             + " ms, MariaDB " + IngestBench.fmt(level.dbCpuMs()) + " ms");
                     stages.forEach((name, h) -> Bench.log("in-flight:   " + name + ": p50 "
@@ -317,8 +333,9 @@ final class InFlightBench {
                     child.destroyForcibly();
                 }
             }
-            Profiler.Profile profile =
-                    o.profile() && jfr.toFile().exists() ? Profiler.summarize("agent-inflight", jfr) : null;
+            Profiler.Profile profile = o.profile() && jfr.toFile().exists()
+                    ? Profiler.summarize("agent-inflight", jfr, measuredFrom) // start-up and warm-up left out
+                    : null;
             return new Result(levels, new ArrayList<>(samples), o.agentHeap(), maxInFlight, profile, oom[0]);
         }
     }

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.text.ParseException;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,13 +60,19 @@ final class Profiler {
     }
 
     static Profile summarize(String name, Path file) {
+        return summarize(name, file, Instant.MIN);
+    }
+
+    /** Only the samples taken from {@code since} on (a recording that began with the JVM leaves out its start). */
+    static Profile summarize(String name, Path file, Instant since) {
         Map<String, Long> top = new HashMap<>();
         Map<String, Long> settle = new HashMap<>();
         Map<String, Long> packages = new HashMap<>();
         long samples = 0;
         try {
             for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
-                if (!"jdk.ExecutionSample".equals(e.getEventType().getName())) {
+                if (!"jdk.ExecutionSample".equals(e.getEventType().getName())
+                        || e.getStartTime().isBefore(since)) {
                     continue;
                 }
                 RecordedStackTrace st = e.getStackTrace();

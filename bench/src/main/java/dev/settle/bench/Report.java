@@ -594,7 +594,7 @@ final class Report {
                 debounce-worker alone; %d timers armed in `debounce_timer` (%d due in an hour, armed in %s s by the bench with
                 multi-row INSERTs; %d due at %s/s). Lateness =
                 the SessionReady's `firedAt` (database clock, when the firer's locking SELECT ran) − the timer's `fire_at`;
-                "delivered" = when a consumer received the event − `fire_at`. %d of %d fired. The firer sleeps until the earliest armed timer is due, at most its 20 ms poll interval.
+                "delivered" = when a consumer received the event − `fire_at`. %d of %d fired. The firer sleeps until the earliest armed timer is due, at most its 100 ms poll interval (the bench arms these timers itself, so no arm wakes it).
 
                 | | p50 | p90 | p99 | max |
                 |---|---|---|---|---|
@@ -660,7 +660,8 @@ final class Report {
                                 + " s model, one worker (-Xmx" + r.heapLimit() + ")",
                         l.replied() + "/" + l.sessions() + " answered; p99 turn / model latency " + fmt2(ratio)
                                 + "; heap peak " + (l.peakHeapUsed() >> 20) + " MB; CPU ms per turn: worker "
-                                + fmt2(l.agentCpuMs()) + ", bench JVM " + fmt2(l.benchCpuMs()) + ", MariaDB "
+                                + fmt2(l.agentCpuMs()) + " (JIT compilation " + fmt2(l.agentJitMs())
+                                + " of it), bench JVM " + fmt2(l.benchCpuMs()) + ", MariaDB "
                                 + fmt2(l.dbCpuMs()),
                         "all answered, p99 / model ≤ 1.2",
                         l.replied() == l.sessions() && ratio <= 1.2 && !r.oom());
@@ -673,9 +674,11 @@ final class Report {
                 events are published at L / 5 s⁻¹ for %d s (sessions with one unanswered message each); RUNNING turns are
                 counted in the database every 250 ms. A level is *sustained* when every turn was answered and the p99
                 time from SessionReady to webhook stayed under 1.5 × the model latency. Heap: the worker's own
-                report (used, and used after the last collection).%s%s
+                report (used, and used after the last collection). JIT compilation: the CPU of the worker's `C1/C2
+                CompilerThread`s (`/proc/<pid>/task`) over the level, included in the worker's figure: the warm-up
+                is short, so the worker is still compiling while the levels run.%s%s
 
-                | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | CPU ms per turn: worker / bench JVM / MariaDB | sustained |
+                | level | turns/s | answered | mean running (steady) | peak running | turn p50 | turn p99 | heap peak | heap after GC | SQL statements per turn | CPU ms per turn: worker (JIT compilation of it) / bench JVM / MariaDB | sustained |
                 |---|---|---|---|---|---|---|---|---|---|---|---|
                 """.formatted(
                         r.heapLimit(),
@@ -694,7 +697,7 @@ final class Report {
                                 : "",
                         r.oom() ? " **The worker ran out of memory.**" : ""));
         for (InFlightBench.Level l : r.levels()) {
-            md.append("| %s | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s / %s / %s | %s |\n"
+            md.append("| %s | %s | %d/%d | %s | %d | %s ms | %s ms | %d MB | %d MB | %s | %s (%s) / %s / %s | %s |\n"
                     .formatted(
                             l.target()
                                     + (l.modelMs() == run.options.inflightModelMs()
@@ -711,6 +714,7 @@ final class Report {
                             l.peakHeapAfterGc() >> 20,
                             fmt(l.statementsPerTurn()),
                             fmt(l.agentCpuMs()),
+                            fmt(l.agentJitMs()),
                             fmt(l.benchCpuMs()),
                             fmt(l.dbCpuMs()),
                             sustained(l) ? "yes" : "**no**"));
@@ -956,7 +960,9 @@ final class Report {
         }
         md.append("## Profiles (JDK Flight Recorder, CPU samples of the JVM)\n\n");
         md.append("The MariaDB server is a separate process and does not appear here; its CPU is in the tables above. "
-                + "Recordings are kept in `bench/target/jfr/` (`jfr print --events jdk.ExecutionSample FILE`).\n\n");
+                + "Recordings are kept in `bench/target/jfr/` (`jfr print --events jdk.ExecutionSample FILE`); "
+                + "agent-inflight's recording begins with the worker's JVM, and its summary counts only the samples "
+                + "after the warm-up.\n\n");
         for (Profiler.Profile p : all) {
             md.append("**").append(p.name()).append("** — ").append(p.samples()).append(" samples. By area: ");
             md.append(share(p.byPackage(), p.samples()))
