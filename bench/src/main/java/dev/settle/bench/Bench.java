@@ -19,7 +19,8 @@ import java.util.Set;
  * (default uniform:2000:6000), {@code --only ingest,streams,timers,pipeline,strategies,inflight,endtoend}, {@code --set key=value} (a property
  * every application gets, child JVMs included, repeatable), {@code --no-profile}, {@code --out DIR} (default docs),
  * {@code --inflight-big LEVEL:MODEL_MS} (the in-flight figure's large level; the full run's is 10000:60000, the quick
- * run has none), {@code --inflight-levels LIST|none} (the in-flight figure's levels against the 5 s model).
+ * run has none), {@code --inflight-levels LIST|none} (the in-flight figure's levels against the 5 s model), {@code --inflight-warmup
+ * SECONDS} (its unmeasured warm-up at 50 turns/s; 12 in the full run).
  */
 public final class Bench {
     private static final long STARTED = System.nanoTime();
@@ -74,6 +75,7 @@ public final class Bench {
             Map<String, Object> extra = new LinkedHashMap<>();
             String big = null;
             String levels = null;
+            Duration warm = null;
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
                     case "--quick" -> quick = true;
@@ -82,15 +84,17 @@ public final class Bench {
                     case "--no-profile" -> profile = false;
                     case "--inflight-big" -> big = args[++i];
                     case "--inflight-levels" -> levels = args[++i];
+                    case "--inflight-warmup" -> warm = Duration.ofSeconds(Long.parseLong(args[++i]));
                     case "--only" -> only = Set.of(args[++i].split(","));
                     case "--set" -> {
                         String kv = args[++i];
                         extra.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
                     }
                     default ->
-                        throw new IllegalArgumentException("unknown option " + args[i]
-                                + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V,"
-                                + " --inflight-big LEVEL:MODEL_MS, --inflight-levels LIST|none)");
+                        throw new IllegalArgumentException(
+                                "unknown option " + args[i]
+                                        + " (--quick, --model-latency SPEC, --out DIR, --no-profile, --only LIST, --set K=V,"
+                                        + " --inflight-big LEVEL:MODEL_MS, --inflight-levels LIST|none, --inflight-warmup SECONDS)");
                 }
             }
             Path jfr = Path.of("bench", "target", "jfr");
@@ -105,18 +109,19 @@ public final class Bench {
                             : Arrays.stream(levels.split(","))
                                     .mapToInt(Integer::parseInt)
                                     .toArray();
+            Duration warmup = warm == null ? parsed.inflightWarmup() : warm;
             if (big == null) {
-                return parsed.withInflight(small, parsed.inflightBigLevel(), parsed.inflightBigModelMs());
+                return parsed.withInflight(small, parsed.inflightBigLevel(), parsed.inflightBigModelMs(), warmup);
             }
             String[] lm = big.split(":");
-            return parsed.withInflight(small, Integer.parseInt(lm[0]), Long.parseLong(lm[1]));
+            return parsed.withInflight(small, Integer.parseInt(lm[0]), Long.parseLong(lm[1]), warmup);
         }
 
         /**
-         * The same options with the in-flight figure's levels (5 s model) set to {@code levels} and its large level to
-         * {@code level} turns against a {@code modelMs} model.
+         * The same options with the in-flight figure's levels (5 s model) set to {@code levels}, its large level to
+         * {@code level} turns against a {@code modelMs} model, and its warm-up to {@code warm} (at 50 turns/s).
          */
-        Options withInflight(int[] levels, int level, long modelMs) {
+        Options withInflight(int[] levels, int level, long modelMs, Duration warm) {
             return new Options(
                     quick,
                     latency,
@@ -150,7 +155,7 @@ public final class Bench {
                     inflightDrain,
                     inflightModelMs,
                     agentHeap,
-                    inflightWarmup,
+                    warm,
                     level,
                     modelMs);
         }
