@@ -52,8 +52,9 @@ public class ReplyCommit {
      * turn's) or none. {@code STRAIGHT_JOIN} fixes the order in which the rows are read, so locked: the session's
      * first, as in every transaction under a lease (with a plain JOIN the optimizer chooses, and MariaDB follows the
      * text); held up on the turn's row, the reply then already holds the session, and a successor's claim waits
-     * for it instead of taking the session over (FencedWritesTest). Every assignment reads only its own column's old value or a parameter, so the order in which
-     * the server applies them (not fixed for a multi-table UPDATE) does not matter.
+     * for it instead of taking the session over (FencedWritesTest). Every assignment reads only its own column's
+     * old value or a parameter, so the order in which the server applies them (not fixed for a multi-table UPDATE)
+     * does not matter.
      */
     static final String ADVANCE = """
             UPDATE chat_session s STRAIGHT_JOIN chat_turn t
