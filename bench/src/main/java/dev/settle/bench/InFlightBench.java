@@ -105,6 +105,13 @@ final class InFlightBench {
             cmd.add("settle.webhook.url=" + hooks.url());
             Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             Instant measuredFrom = Instant.MAX; // set when the warm-up ends
+            // CPU seconds so far: the worker, this JVM, MariaDB, the worker's JIT compiler threads
+            java.util.function.Supplier<double[]> cpuNow = () -> new double[] {
+                Infra.cpuSeconds(child.pid()),
+                Infra.ownCpuSeconds(),
+                infra.dbCpuSeconds(),
+                Infra.jitCpuSeconds(child.pid())
+            };
             AtomicLong heapUsed = new AtomicLong();
             AtomicLong heapAfterGc = new AtomicLong();
             java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
@@ -235,12 +242,7 @@ final class InFlightBench {
                     });
                     long levelStart = System.nanoTime();
                     long q0 = Infra.questions(jdbc);
-                    double[] cpu0 = {
-                        Infra.cpuSeconds(child.pid()),
-                        Infra.ownCpuSeconds(),
-                        infra.dbCpuSeconds(),
-                        Infra.jitCpuSeconds(child.pid())
-                    };
+                    double[] cpu0 = cpuNow.get();
                     Load.paced(rate, count, i -> {
                         long id = firstId + i;
                         published[(int) i] = System.nanoTime();
@@ -269,12 +271,7 @@ final class InFlightBench {
                     });
                     heapPeak.interrupt();
                     long statements = Infra.questions(jdbc) - q0;
-                    double[] cpu1 = {
-                        Infra.cpuSeconds(child.pid()),
-                        Infra.ownCpuSeconds(),
-                        infra.dbCpuSeconds(),
-                        Infra.jitCpuSeconds(child.pid())
-                    };
+                    double[] cpu1 = cpuNow.get();
                     Histogram turn = Load.micros();
                     int replied = 0;
                     for (int i = 0; i < count; i++) {
