@@ -84,7 +84,9 @@ public record AgentSettings(
      * @param allowprivate  allow endpoints in loopback, private, link-local, CGNAT networks
      *                      ({@code SETTLE_WEBHOOK_ALLOWPRIVATE}; named without a dash so that the environment
      *                      variable and the property {@code settle.webhook.allowprivate} are the same name)
-     * @param pollInterval  how often the dispatcher looks for due deliveries
+     * @param pollInterval  the longest the dispatcher sleeps between looks for due deliveries (less when one is due
+     *                      sooner; its own commits and attempts wake it): how late what another instance or an
+     *                      operator makes due is found
      * @param maxRetryAfter cap on a receiver's {@code Retry-After} (429/503)
      * @param jitterSeed    seeds the jitter (tests); unset = a random seed
      * @param claimMargin   how long a claim outlives the timeout (the attempt's bookkeeping must fit in it); a
@@ -101,7 +103,7 @@ public record AgentSettings(
             List<Duration> schedule,
 
             @DefaultValue("15s") Duration timeout,
-            @DefaultValue("100ms") Duration pollInterval,
+            @DefaultValue("1s") Duration pollInterval,
             @DefaultValue("false") boolean allowprivate,
             @DefaultValue("1h") Duration maxRetryAfter,
             Long jitterSeed,

@@ -368,7 +368,7 @@ abstract class AgentContract {
         long first = delivery(session);
         long second = delivery(session);
         long elsewhere = delivery(other);
-        List<Long> due = queue.due(100, null);
+        List<Long> due = queue.due(100, null).ids();
         assertTrue(
                 due.containsAll(List.of(first, elsewhere)) && !due.contains(second), "first of each session: " + due);
 
@@ -376,9 +376,12 @@ abstract class AgentContract {
         DeliveryQueue.Claim claim = queue.claim(first, Duration.ofSeconds(30), null);
         assertNotNull(claim);
         assertEquals(1, claim.attempt());
+        assertTrue(claim.followed(), "the second waits for it");
         assertNull(queue.claim(first, Duration.ofSeconds(30), null), "claimed once");
         assertNull(queue.claim(second, Duration.ofSeconds(30), null), "the first is in flight");
-        assertNotNull(queue.claim(elsewhere, Duration.ofSeconds(30), null), "another session is not held up");
+        DeliveryQueue.Claim alone = queue.claim(elsewhere, Duration.ofSeconds(30), null);
+        assertNotNull(alone, "another session is not held up");
+        assertFalse(alone.followed(), "nothing waits for it");
 
         assertTrue(
                 queue.finish(claim, 500, 1000, "HTTP 500", new AttemptVerdict.Retry(Duration.ZERO, 500, "HTTP 500")));
@@ -389,6 +392,7 @@ abstract class AgentContract {
         assertFalse(queue.finish(again, 200, 1000, null, new AttemptVerdict.Delivered(200)), "the claim is spent");
         DeliveryQueue.Claim next = queue.claim(second, Duration.ofSeconds(30), null);
         assertNotNull(next, "the second goes once the first is delivered");
+        assertFalse(next.followed());
         assertTrue(queue.finish(next, 410, 1000, "gone", new AttemptVerdict.Failed(410, "gone", false)));
         assertEquals(
                 List.of("DELIVERED", "FAILED"),
@@ -403,6 +407,21 @@ abstract class AgentContract {
                         "SELECT attempt_no FROM webhook_attempt WHERE delivery_id = ? ORDER BY attempt_no",
                         Integer.class,
                         first));
+    }
+
+    @Test
+    void the_listing_tells_when_the_next_delivery_becomes_due() {
+        DeliveryQueue queue = context.getBean(DeliveryQueue.class);
+        long later = delivery(sessionWithMessages(1));
+        jdbc.update(
+                "UPDATE webhook_delivery SET next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", later);
+        DeliveryQueue.Due due = queue.due(100, null);
+        assertFalse(due.ids().contains(later), "not due yet");
+        assertNotNull(due.nextDue(), "a pending delivery becomes due");
+        assertTrue(
+                due.nextDue().compareTo(Duration.ZERO) > 0 && due.nextDue().compareTo(Duration.ofHours(1)) <= 0,
+                "within the hour: " + due.nextDue());
+        jdbc.update("UPDATE webhook_delivery SET status = 'DELIVERED' WHERE id = ?", later);
     }
 
     @Test

@@ -112,7 +112,6 @@ public final class SettleSystem implements AutoCloseable {
         shared.put("settle.webhook.url", receiver.url());
         shared.put("settle.webhook.secret", SECRET);
         shared.put("settle.webhook.schedule", "0s,200ms,200ms,200ms");
-        shared.put("settle.webhook.poll-interval", "20ms");
         // the receiver listens on 127.0.0.1: allow it past the SSRF guard, exactly as the quickstart does
         shared.put("settle.webhook.allowprivate", "true");
         shared.putAll(extra);

@@ -13,6 +13,7 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,9 +23,9 @@ import java.util.UUID;
  * The outbox as a queue of delivery attempts, safe for any number of dispatchers.
  *
  * <ol>
- *   <li>{@link #DUE}: pending deliveries that are due, unclaimed (or whose claim expired), and first in their
- *       session — a later reply waits until the earlier one is delivered or dead. Only a hint: step 2 re-checks
- *       every condition.</li>
+ *   <li>{@link #DUE}: pending deliveries that are unclaimed (or whose claim expired) and first in their session — a
+ *       later reply waits until the earlier one is delivered or dead — the due ones first, then the next to become
+ *       due (so the dispatcher can sleep until then). Only a hint: step 2 re-checks every condition.</li>
  *   <li>{@link #CLAIM}: one guarded UPDATE per attempt, the per-session order included (an operator retry may
  *       have made an earlier delivery pending again since step 1); 1 row = this dispatcher sends it, 0 = another
  *       did or it is no longer first. It counts the attempt and stamps the default endpoint on a row that has
@@ -43,10 +44,15 @@ public class DeliveryQueue {
     /** The tenant of the deployment's own SETTLE_API_KEY. */
     static final String DEFAULT_TENANT = "default";
 
-    /** Second parameter: 1 when a default endpoint is configured (then rows without one are sendable too). */
+    /**
+     * Sendable deliveries in the order they become due, each with the microseconds until then (≤ 0: due). First
+     * parameter: 1 when a default endpoint is configured (then rows without one are sendable too); second: the
+     * limit. Rows not yet due come only after every due one, so a limit reached by due rows is a full batch.
+     */
     static final String DUE = """
-            SELECT d.id FROM webhook_delivery d
-             WHERE d.status = 'PENDING' AND d.next_attempt_at <= UTC_TIMESTAMP(6)
+            SELECT d.id, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), d.next_attempt_at) AS wait_micros
+              FROM webhook_delivery d
+             WHERE d.status = 'PENDING'
                AND (d.claimed_until IS NULL OR d.claimed_until < UTC_TIMESTAMP(6))
                AND (d.endpoint_url IS NOT NULL OR ? = 1)
                AND NOT EXISTS (SELECT 1 FROM webhook_delivery e
@@ -75,7 +81,9 @@ public class DeliveryQueue {
     static final String READ = """
             SELECT d.webhook_id, d.session_id, d.payload, d.attempts, d.attempts_before_replay, d.endpoint_url,
                    d.replayed_at IS NOT NULL AS operator_round, e.disabled_at, e.disabled_reason,
-                   s.tenant_id, t.webhook_url AS tenant_url, t.webhook_secrets, UNIX_TIMESTAMP() AS now_epoch
+                   s.tenant_id, t.webhook_url AS tenant_url, t.webhook_secrets, UNIX_TIMESTAMP() AS now_epoch,
+                   EXISTS (SELECT 1 FROM webhook_delivery f
+                            WHERE f.session_id = d.session_id AND f.status = 'PENDING' AND f.id > d.id) AS followed
               FROM webhook_delivery d LEFT JOIN webhook_endpoint e ON e.url = d.endpoint_url
                    JOIN chat_session s ON s.id = d.session_id LEFT JOIN tenant t ON t.id = s.tenant_id
              WHERE d.id = ? AND d.claim_token = ?""";
@@ -144,6 +152,7 @@ public class DeliveryQueue {
      * @param owner           the tenant whose own endpoint this is ({@link #owner}), signed with its secrets only;
      *                        null = the deployment's endpoint, signed with SETTLE_WEBHOOK_SECRET
      * @param secrets         the owner's signing secrets as stored now (a PATCH signs the next attempt)
+     * @param followed        a later delivery of the session was pending at the claim: it waits for this one
      */
     public record Claim(
             long id,
@@ -159,7 +168,8 @@ public class DeliveryQueue {
             String disabledReason,
             long timestamp,
             String owner,
-            String secrets) {
+            String secrets,
+            boolean followed) {
         public boolean endpointDisabled() {
             return disabledAt != null;
         }
@@ -176,9 +186,32 @@ public class DeliveryQueue {
         this.endpoints = endpoints;
     }
 
+    /**
+     * Deliveries to start now, and when the next one becomes due.
+     *
+     * @param ids     due deliveries, at most the limit
+     * @param nextDue the time until the first sendable delivery that is not due yet, or null when the listing holds
+     *                none (nothing else pending, or the limit was reached first)
+     */
+    public record Due(List<Long> ids, Duration nextDue) {}
+
     /** @param defaultUrl the configured endpoint for rows queued without one, or null */
-    public List<Long> due(int limit, String defaultUrl) {
-        return jdbc.queryForList(DUE, Long.class, defaultUrl == null ? 0 : 1, limit);
+    public Due due(int limit, String defaultUrl) {
+        List<Long> ids = new ArrayList<>();
+        Duration[] next = {null};
+        jdbc.query(
+                DUE,
+                rs -> {
+                    long wait = rs.getLong("wait_micros");
+                    if (wait <= 0) {
+                        ids.add(rs.getLong("id"));
+                    } else if (next[0] == null) {
+                        next[0] = Duration.ofNanos(wait * 1000);
+                    }
+                },
+                defaultUrl == null ? 0 : 1,
+                limit);
+        return new Due(ids, next[0]);
     }
 
     /** @return the claim, or null if another dispatcher took this attempt (or it is no longer due or first) */
@@ -213,7 +246,8 @@ public class DeliveryQueue {
                                         rs.getString("tenant_url"),
                                         rs.getString("endpoint_url"),
                                         defaultUrl),
-                                rs.getString("webhook_secrets")),
+                                rs.getString("webhook_secrets"),
+                                rs.getBoolean("followed")),
                         id,
                         token);
                 if (c.attempt() > 1) {

@@ -190,6 +190,7 @@ public class Outbox {
                 null,
                 first.now(),
                 DeliveryQueue.owner(first.tenantId(), first.tenantUrl(), url, endpoint.url()),
-                first.secrets());
+                first.secrets(),
+                false);
     }
 }

@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -28,10 +29,13 @@ import java.util.concurrent.atomic.LongAdder;
  * dispatch side by side, and a dead instance's claims expire and are taken over.
  *
  * <ol>
- *   <li>Every poll interval, at once after this instance committed a delivery row ({@link OutboxWritten}), and at
- *       once again when a full batch started new work: list due deliveries (the first
- *       pending one per session) and start each that this instance is not already working on, in random order so
- *       that instances do not all race for the same row.</li>
+ *   <li>List due deliveries (the first pending one per session) and start each that this instance is not already
+ *       working on, in random order so that instances do not all race for the same row. The listing also tells when
+ *       the next delivery becomes due, and the loop sleeps until then, at most a poll interval. It lists again at
+ *       once after this instance committed a delivery row ({@link OutboxWritten}), after a failed attempt was
+ *       rescheduled, after an attempt that a later delivery of its session waits for has ended, and when a full
+ *       batch started new work. What another instance or an operator makes due (a retry it scheduled, a reply queued
+ *       behind one it delivered, an operator retry, an expired claim) is found within a poll interval.</li>
  *   <li>Each attempt is claimed and sent on its own virtual thread: the loop waits neither on the database's
  *       commits nor on the network, so one slow or hanging endpoint holds only its own attempts. The claim lasts
  *       the timeout plus a margin ({@code settle.webhook.claim-margin}, 15 s); losing the claim race to another instance is normal and silent.</li>
@@ -72,6 +76,8 @@ public class WebhookDispatcher extends PeriodicTask {
     private final LongAdder claimed = new LongAdder();
     /** Deliveries this instance is claiming or sending, so that the next poll does not start them twice. */
     private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+    /** Sessions with an attempt in flight here → a later delivery of the session waits for it. */
+    private final Map<Long, Boolean> sending = new ConcurrentHashMap<>();
 
     private volatile ExecutorService attempts;
     /** Set while stopping: a round in progress starts nothing more and does not wait. */
@@ -110,35 +116,44 @@ public class WebhookDispatcher extends PeriodicTask {
         return Duration.ZERO;
     }
 
-    /** Lists due deliveries and starts each; then waits for the poll interval or a commit, unless the batch was full. */
+    /**
+     * Lists due deliveries and starts each; then sleeps until the next one is due, at most the poll interval (ended
+     * early by {@link #wake()}), unless the batch was full.
+     */
     @Override
     protected Duration round() {
         ExecutorService executor = attempts;
         if (stopping || executor == null) {
             return Duration.ZERO;
         }
-        List<Long> due = new ArrayList<>(queue.due(BATCH, defaultUrl));
-        Collections.shuffle(due);
+        DeliveryQueue.Due due = queue.due(BATCH, defaultUrl);
+        List<Long> ids = new ArrayList<>(due.ids());
+        Collections.shuffle(ids);
         int started = 0;
-        for (long id : due) {
+        for (long id : ids) {
             if (inFlight.add(id)) {
                 started++;
                 executor.execute(() -> claimAndAttempt(id));
             }
         }
-        // a full batch that started new work: list again at once; else wait for the poll interval or a commit
-        return due.size() < BATCH || started == 0 ? settings.pollInterval() : Duration.ZERO;
+        if (ids.size() == BATCH && started > 0) {
+            return Duration.ZERO; // a full batch that started new work: list again at once
+        }
+        Duration pause = settings.pollInterval();
+        return due.nextDue() != null && due.nextDue().compareTo(pause) < 0 ? due.nextDue() : pause;
     }
 
     /**
      * After the commit that wrote a delivery: send its first attempt if the outbox claimed it for this instance
-     * (stopping: its claim expires and it is retried), else poll at once.
+     * (stopping: its claim expires and it is retried), else list at once, and again when an attempt of its session
+     * in flight here ends (the delivery waits for it).
      */
     @TransactionalEventListener(phase = TransactionPhase.AFTER_COMMIT, fallbackExecution = true)
     public void onOutboxWritten(OutboxWritten written) {
         DeliveryQueue.Claim claim = written.claim();
         ExecutorService executor = attempts;
         if (claim == null || stopping || executor == null) {
+            sending.computeIfPresent(written.sessionId(), (session, followed) -> true);
             wake(); // one round answers every commit so far
             return;
         }
@@ -172,6 +187,23 @@ public class WebhookDispatcher extends PeriodicTask {
     }
 
     void attempt(DeliveryQueue.Claim claim) {
+        sending.merge(claim.sessionId(), claim.followed(), Boolean::logicalOr);
+        AttemptVerdict verdict = null;
+        try {
+            verdict = sendAndRecord(claim);
+        } finally {
+            boolean followed = Boolean.TRUE.equals(sending.remove(claim.sessionId()));
+            if (verdict instanceof AttemptVerdict.Retry
+                    || (followed
+                            && (verdict instanceof AttemptVerdict.Delivered
+                                    || verdict instanceof AttemptVerdict.Failed))) {
+                wake(); // the retry's due time, or the session's next delivery, is for the next listing
+            }
+        }
+    }
+
+    /** @return the verdict recorded, or null when it could not be (the claim expires and another round retries) */
+    private AttemptVerdict sendAndRecord(DeliveryQueue.Claim claim) {
         try {
             Integer status;
             long latencyMicros;
@@ -215,12 +247,14 @@ public class WebhookDispatcher extends PeriodicTask {
             } else if (verdict instanceof AttemptVerdict.Failed f) {
                 log.warn("webhook {} FAILED after attempt {}: {}", claim.webhookId(), claim.attempt(), f.error());
             }
+            return verdict;
         } catch (RuntimeException e) {
             log.warn(
                     "webhook {}: could not record attempt {} ({}); its claim expires and it is retried",
                     claim.webhookId(),
                     claim.attempt(),
                     e.toString());
+            return null;
         }
     }
 
