@@ -154,6 +154,19 @@ abstract class AgentContract {
     }
 
     @Test
+    void the_scanner_learns_when_a_lease_that_missed_its_renewal_expires() {
+        long session = sessionWithMessages(1);
+        assertNotNull(leases.claim(session));
+        jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 2 SECOND WHERE id = ?",
+                session);
+        Long micros = jdbc.queryForObject(OrphanedLeaseScanner.NEXT_EXPIRY, Long.class, 3_000_000L);
+        assertNotNull(micros, "a live lease with less left than the bound");
+        assertTrue(micros > 0 && micros <= 2_000_000, "expires within its 2 s: " + micros);
+        jdbc.update("UPDATE chat_session SET replied_version = version WHERE id = ?", session);
+    }
+
+    @Test
     void a_turn_streams_commits_its_reply_with_the_outbox_row_and_events_and_a_newer_message_supersedes_the_next() {
         long session = sessionWithMessages(2);
         SessionLease.Lease lease = leases.claim(session);

@@ -64,7 +64,7 @@ public final class SqlTrace extends WatchingInterceptor {
 
         /**
          * A poll of a loop that runs whether or not there is work ({@link #LOOP_THREADS}) that found nothing (a
-         * SELECT of no rows), only looked ahead (the timer firer's sleep length) or read the new messages (the
+         * SELECT of no rows), only looked ahead (the timer firer's and the orphan scanner's sleep length) or read the new messages (the
          * interrupt watcher's tail, read every poll while turns are in flight), or a lease renewal round (one per
          * heartbeat period for all the worker's leases, whether a reply's turn happens to be among them or not): it
          * costs per second, not per reply.
@@ -73,7 +73,7 @@ public final class SqlTrace extends WatchingInterceptor {
             boolean loop = LOOP_THREADS.stream().anyMatch(thread::startsWith);
             return loop
                     && (thread.startsWith("lease-heartbeat")
-                            || shape().contains("MIN(fire_at)")
+                            || shape().contains("TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MIN(")
                             || (thread.startsWith("interrupt-watcher") && shape().contains("FROM chat_message"))
                             || (verb().equals("SELECT") && rows == 0));
         }

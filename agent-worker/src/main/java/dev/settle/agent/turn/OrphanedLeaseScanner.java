@@ -8,16 +8,23 @@ import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
  * Takeover after a crash without waiting for Kafka: a holder that died mid-turn leaves a lease that expires
  * on the DB clock, and the SessionReady events of its session may sit in a partition still assigned to the
- * dead consumer until the group notices. Every half TTL each agent worker looks for sessions with an
- * expired lease and unanswered messages, and runs them (the CAS claim makes concurrent scanners safe). Each such
- * turn takes a slot of {@code settle.agent.max-in-flight} ({@link TurnSlots}) or is not started: with every slot
- * taken, the orphans wait for a later scan (or for their SessionReady).
+ * dead consumer until the group notices. Each agent worker looks for sessions with an expired lease and unanswered
+ * messages, and runs them (the CAS claim makes concurrent scanners safe). Each such turn takes a slot of
+ * {@code settle.agent.max-in-flight} ({@link TurnSlots}) or is not started: with every slot taken, the orphans wait
+ * for a later scan (or for their SessionReady).
+ *
+ * <p>It looks every half TTL, and also at the moment the next lease that missed a renewal expires
+ * ({@link #NEXT_EXPIRY}): a live holder renews every TTL / 3, so its lease always has more than 2/3 of the TTL left;
+ * one with at most {@link #SUSPECT} of it left has missed a renewal. Such a lease is seen by a look before it expires
+ * (looks are at most half a TTL apart), so a dead holder's session is taken over when its lease expires, not up to
+ * half a TTL later. A holder that renews late costs one look that finds nothing.
  */
 @Component
 public class OrphanedLeaseScanner extends PeriodicTask {
@@ -30,11 +37,26 @@ public class OrphanedLeaseScanner extends PeriodicTask {
 
              LIMIT 100""";
 
+    /** The share of the TTL left below which a lease has missed a renewal (a live one keeps more than 2/3). */
+    static final double SUSPECT = 0.6;
+
+    /**
+     * The microseconds until the earliest expiry among live leases of sessions with unanswered messages that have
+     * at most the bound (parameter, microseconds) left: leases that missed a renewal. NULL: none.
+     */
+    public static final String NEXT_EXPIRY = """
+            SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MIN(s.lease_expires_at)) FROM chat_session s
+             WHERE s.oldest_unanswered_at IS NOT NULL
+               AND s.lease_expires_at > UTC_TIMESTAMP(6)
+               AND s.lease_expires_at <= UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND""";
+
     private final JdbcTemplate jdbc;
     private final TurnRunner runner;
     private final TurnSlots slots;
     private final ExecutorService turns = Executors.newVirtualThreadPerTaskExecutor();
     private final boolean enabled;
+    private final Duration period;
+    private final long suspectMicros;
 
     public OrphanedLeaseScanner(JdbcTemplate jdbc, TurnRunner runner, TurnSlots slots, AgentSettings settings) {
         super("orphaned-lease-scanner", settings.lease().ttl().dividedBy(2));
@@ -42,11 +64,26 @@ public class OrphanedLeaseScanner extends PeriodicTask {
         this.runner = runner;
         this.slots = slots;
         this.enabled = settings.agent().orphanScan();
+        this.period = settings.lease().ttl().dividedBy(2);
+        this.suspectMicros = (long) (settings.lease().ttl().toNanos() / 1000 * SUSPECT);
     }
 
     @Override
     protected boolean enabled() {
         return enabled;
+    }
+
+    /** Takes over what has expired, then sleeps half a TTL or until the next suspect lease expires. */
+    @Override
+    protected Duration round() {
+        tick();
+        Long micros = jdbc.queryForObject(NEXT_EXPIRY, Long.class, suspectMicros);
+        if (micros == null) {
+            return period;
+        }
+        // a millisecond past the expiry: the lease is then expired on the database clock too
+        Duration untilExpired = Duration.ofNanos(micros * 1000).plusMillis(1);
+        return untilExpired.compareTo(period) < 0 ? untilExpired : period;
     }
 
     @Override
