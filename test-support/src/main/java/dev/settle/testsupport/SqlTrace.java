@@ -64,10 +64,10 @@ public final class SqlTrace extends WatchingInterceptor {
 
         /**
          * A poll of a loop that runs whether or not there is work ({@link #LOOP_THREADS}) that found nothing (a
-         * SELECT of no rows), only looked ahead (the timer firer's and the orphan scanner's sleep length) or read the new messages (the
-         * interrupt watcher's tail, read every poll while turns are in flight), or a lease renewal round (one per
-         * heartbeat period for all the worker's leases, whether a reply's turn happens to be among them or not): it
-         * costs per second, not per reply.
+         * SELECT of no rows), only looked ahead (the timer firer's and the orphan scanner's sleep length) or read the
+         * new messages (the interrupt watcher's tail, read every poll while turns are in flight), or a lease renewal
+         * round (one per heartbeat period for all the worker's leases, whether a reply's turn happens to be among them
+         * or not): it costs per second, not per reply.
          */
         public boolean idlePoll() {
             boolean loop = LOOP_THREADS.stream().anyMatch(thread::startsWith);
