@@ -430,10 +430,11 @@ abstract class AgentContract {
                 "UPDATE webhook_delivery SET next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = ?", later);
         DeliveryQueue.Due due = queue.due(100, null);
         assertFalse(due.ids().contains(later), "not due yet");
-        assertNotNull(due.nextDue(), "a pending delivery becomes due");
+        assertNotNull(due.nextDueMicros(), "a pending delivery becomes due");
         assertTrue(
-                due.nextDue().compareTo(Duration.ZERO) > 0 && due.nextDue().compareTo(Duration.ofHours(1)) <= 0,
-                "within the hour: " + due.nextDue());
+                due.nextDueMicros() > 0
+                        && due.nextDueMicros() <= Duration.ofHours(1).toNanos() / 1000,
+                "within the hour: " + due.nextDueMicros());
         jdbc.update("UPDATE webhook_delivery SET status = 'DELIVERED' WHERE id = ?", later);
     }
 

@@ -50,6 +50,22 @@ public abstract class PeriodicTask implements SmartLifecycle {
         return interval;
     }
 
+    /**
+     * The pause until something due {@code micros} from now (as the database reports it): at once when it is due,
+     * {@code longest} when nothing is (null) or it is due later than that.
+     */
+    protected static Duration untilDue(Long micros, Duration longest) {
+        if (micros == null) {
+            return longest;
+        }
+        return micros <= 0 ? Duration.ZERO : min(Duration.ofNanos(micros * 1000), longest);
+    }
+
+    /** The pause of a fixed-rate task, and the longest backoff. */
+    protected final Duration interval() {
+        return interval;
+    }
+
     /** The pause before the first round. Default: {@code interval}. */
     protected Duration firstDelay() {
         return interval;

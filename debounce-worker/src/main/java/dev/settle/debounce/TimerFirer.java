@@ -211,11 +211,7 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
     /** How long to wait before the next round: 0 when a timer is due, else until the earliest, at most a poll. */
     Duration untilNextDue() {
         List<Long> next = jdbc.sql(NEXT_DUE).query(Long.class).list();
-        Long micros = next.isEmpty() ? null : next.getFirst();
-        if (micros == null) {
-            return settings.pollInterval();
-        }
-        return micros <= 0 ? Duration.ZERO : min(Duration.ofNanos(micros * 1000), settings.pollInterval());
+        return untilDue(next.isEmpty() ? null : next.getFirst(), settings.pollInterval());
     }
 
     /**
@@ -269,9 +265,5 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
     @Override
     protected Duration firstDelay() {
         return Duration.ZERO;
-    }
-
-    private static Duration min(Duration a, Duration b) {
-        return a.compareTo(b) <= 0 ? a : b;
     }
 }

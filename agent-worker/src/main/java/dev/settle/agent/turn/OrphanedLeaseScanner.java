@@ -55,7 +55,6 @@ public class OrphanedLeaseScanner extends PeriodicTask {
     private final TurnSlots slots;
     private final ExecutorService turns = Executors.newVirtualThreadPerTaskExecutor();
     private final boolean enabled;
-    private final Duration period;
     private final long suspectMicros;
 
     public OrphanedLeaseScanner(JdbcTemplate jdbc, TurnRunner runner, TurnSlots slots, AgentSettings settings) {
@@ -64,7 +63,6 @@ public class OrphanedLeaseScanner extends PeriodicTask {
         this.runner = runner;
         this.slots = slots;
         this.enabled = settings.agent().orphanScan();
-        this.period = settings.lease().ttl().dividedBy(2);
         this.suspectMicros = (long) (settings.lease().ttl().toNanos() / 1000 * SUSPECT);
     }
 
@@ -78,12 +76,8 @@ public class OrphanedLeaseScanner extends PeriodicTask {
     protected Duration round() {
         tick();
         Long micros = jdbc.queryForObject(NEXT_EXPIRY, Long.class, suspectMicros);
-        if (micros == null) {
-            return period;
-        }
         // a millisecond past the expiry: the lease is then expired on the database clock too
-        Duration untilExpired = Duration.ofNanos(micros * 1000).plusMillis(1);
-        return untilExpired.compareTo(period) < 0 ? untilExpired : period;
+        return untilDue(micros == null ? null : micros + 1000, interval());
     }
 
     @Override

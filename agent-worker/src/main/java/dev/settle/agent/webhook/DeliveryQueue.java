@@ -189,16 +189,16 @@ public class DeliveryQueue {
     /**
      * Deliveries to start now, and when the next one becomes due.
      *
-     * @param ids     due deliveries, at most the limit
-     * @param nextDue the time until the first sendable delivery that is not due yet, or null when the listing holds
-     *                none (nothing else pending, or the limit was reached first)
+     * @param ids           due deliveries, at most the limit
+     * @param nextDueMicros microseconds until the first sendable delivery that is not due yet, or null when the
+     *                      listing holds none (nothing else pending, or the limit was reached first)
      */
-    public record Due(List<Long> ids, Duration nextDue) {}
+    public record Due(List<Long> ids, Long nextDueMicros) {}
 
     /** @param defaultUrl the configured endpoint for rows queued without one, or null */
     public Due due(int limit, String defaultUrl) {
         List<Long> ids = new ArrayList<>();
-        Duration[] next = {null};
+        Long[] next = {null};
         jdbc.query(
                 DUE,
                 rs -> {
@@ -206,7 +206,7 @@ public class DeliveryQueue {
                     if (wait <= 0) {
                         ids.add(rs.getLong("id"));
                     } else if (next[0] == null) {
-                        next[0] = Duration.ofNanos(wait * 1000);
+                        next[0] = wait;
                     }
                 },
                 defaultUrl == null ? 0 : 1,

@@ -139,8 +139,7 @@ public class WebhookDispatcher extends PeriodicTask {
         if (ids.size() == BATCH && started > 0) {
             return Duration.ZERO; // a full batch that started new work: list again at once
         }
-        Duration pause = settings.pollInterval();
-        return due.nextDue() != null && due.nextDue().compareTo(pause) < 0 ? due.nextDue() : pause;
+        return untilDue(due.nextDueMicros(), settings.pollInterval());
     }
 
     /**
