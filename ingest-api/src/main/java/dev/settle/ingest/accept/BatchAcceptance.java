@@ -70,14 +70,27 @@ final class BatchAcceptance {
             SELECT m.session_id, m.idempotency_key, m.message_uid, m.version, m.body_sha256
               FROM chat_message m WHERE m.session_id IN (?) AND m.idempotency_key IN (?)""";
 
-    static final String BUMP_SESSIONS = """
-            UPDATE chat_session s
-              JOIN (SELECT ? AS id, ? AS version, ? AS event_seq, ? AS oldest, ? AS latest) b ON b.id = s.id
-               SET s.version = b.version, s.event_seq = b.event_seq, s.oldest_unanswered_at = b.oldest,
-                   s.last_message_at = b.latest""";
+    /**
+     * The batch's sessions take their new version, event seq and message times, in one statement: per column a
+     * {@code CASE} over the batch's ids ({@link #BUMP_CASE}, {@link #BUMP_TIME_CASE}), the rows named by id on the
+     * primary key ({@link SessionRules#SESSIONS_BY_ID}), so it touches the rows {@link #LOCK_SESSIONS} locked and no
+     * other. Its {@code %s} are the four columns' cases and the id list ({@link #bump}).
+     */
+    static final String BUMP_SESSIONS = "UPDATE " + SessionRules.SESSIONS_BY_ID + """
 
-    static final String BUMP_ROW = "SELECT ? AS id, ? AS version, ? AS event_seq, ? AS oldest, ? AS latest";
-    static final String BUMP_NEXT_ROW = "SELECT ?, ?, ?, ?, ?";
+               SET s.version = CASE s.id %s END, s.event_seq = CASE s.id %s END,
+                   s.oldest_unanswered_at = CASE s.id %s END, s.last_message_at = CASE s.id %s END
+             WHERE s.id IN (%s)""";
+
+    static final String BUMP_CASE = "WHEN ? THEN ? ";
+    static final String BUMP_TIME_CASE = "WHEN ? THEN CAST(? AS DATETIME(6)) ";
+
+    /** {@link #BUMP_SESSIONS} for {@code n} sessions; its parameters are {@link #bumpArgs}'. */
+    static String bump(int n) {
+        String numbers = BUMP_CASE.repeat(n);
+        String times = BUMP_TIME_CASE.repeat(n);
+        return BUMP_SESSIONS.formatted(numbers, numbers, times, times, "?, ".repeat(n - 1) + "?");
+    }
 
     static final String INSERT_MESSAGES = """
             INSERT INTO chat_message (message_uid, session_id, role, text, version, idempotency_key, body_sha256, created_at)
@@ -272,18 +285,23 @@ final class BatchAcceptance {
             return outcomes;
         }
 
-        List<Object> bumpArgs = new ArrayList<>();
-        int bumped = 0;
-        for (Session s : sessions.values()) {
-            if (s.accepted > 0) {
-                Collections.addAll(bumpArgs, s.id, s.version, s.eventSeq, DbTime.utc(s.oldest), DbTime.utc(s.latest));
-                bumped++;
-            }
-        }
-        jdbc.update(rows(BUMP_SESSIONS, BUMP_ROW, " UNION ALL " + BUMP_NEXT_ROW, bumped), bumpArgs.toArray());
+        List<Session> bumped =
+                sessions.values().stream().filter(s -> s.accepted > 0).toList();
+        jdbc.update(bump(bumped.size()), bumpArgs(bumped).toArray());
         jdbc.update(rows(INSERT_MESSAGES, MESSAGE_ROW, ", " + MESSAGE_ROW, events.size()), messageArgs.toArray());
         SessionEvents.insertReserved(jdbc, events);
         return outcomes;
+    }
+
+    /** The parameters of {@link #bump}: (id, value) per session for each column in turn, then the ids. */
+    private static List<Object> bumpArgs(List<Session> bumped) {
+        List<Object> args = new ArrayList<>(9 * bumped.size());
+        bumped.forEach(s -> Collections.addAll(args, s.id, s.version));
+        bumped.forEach(s -> Collections.addAll(args, s.id, s.eventSeq));
+        bumped.forEach(s -> Collections.addAll(args, s.id, DbTime.utc(s.oldest)));
+        bumped.forEach(s -> Collections.addAll(args, s.id, DbTime.utc(s.latest)));
+        bumped.forEach(s -> args.add(s.id));
+        return args;
     }
 
     private Map<StoredKey, Stored> storedKeys(List<Item> items, Map<Key, Session> sessions) {

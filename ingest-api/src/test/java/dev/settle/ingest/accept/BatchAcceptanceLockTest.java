@@ -92,6 +92,62 @@ class BatchAcceptanceLockTest {
         }
     }
 
+    /**
+     * A batch of many sessions of a small table (a young deployment's) writes their rows and no other: it neither waits
+     * for, nor holds up, a session outside the batch. Its version bump once joined a derived table of parameters,
+     * which MariaDB 11.4 ran as a scan of the whole table: the batch waited for a row another writer held (the server's
+     * lock wait, 50 s by default, had no bound of ours) while it held every accept of its own sessions.
+     */
+    @Test
+    void a_batch_of_most_of_a_small_table_waits_for_no_row_outside_it() throws Exception {
+        String prefix = "scope-" + UUID.randomUUID() + "-";
+        List<String> ids = java.util.stream.IntStream.range(0, 24)
+                .mapToObj(i -> prefix + i)
+                .toList();
+        for (String s : ids) {
+            app.jdbc.update(
+                    "INSERT INTO chat_session (tenant_id, external_id, created_at) VALUES (?, ?, UTC_TIMESTAMP(6))",
+                    ApiKeyFilter.DEFAULT_TENANT,
+                    s);
+        }
+        long rows = app.jdbc.queryForObject("SELECT COUNT(*) FROM chat_session", Long.class);
+        assertTrue(rows < 60, "a small table: " + rows + " rows");
+        BatchAcceptance batches = new BatchAcceptance(
+                app.jdbc,
+                app.context.getBean(TransactionTemplate.class),
+                "queue",
+                app.context.getBean(IngestSettings.class).limits(),
+                LOCK_WAIT);
+        DataSource ds = app.context.getBean(DataSource.class);
+        try (Connection other = ds.getConnection()) {
+            other.setAutoCommit(false);
+            long held = app.jdbc.queryForObject(
+                    "SELECT id FROM chat_session WHERE external_id = ?", Long.class, ids.getFirst());
+            try (Statement st = other.createStatement()) {
+                st.executeQuery("SELECT id FROM chat_session WHERE id = " + held + " FOR UPDATE")
+                        .close();
+            }
+            List<BatchAcceptance.Item> items =
+                    ids.subList(1, ids.size()).stream().map(s -> item(s, "x")).toList();
+            CompletableFuture<List<BatchAcceptance.Outcome>> batch = CompletableFuture.supplyAsync(
+                    () -> batches.acceptAll(items, () -> {}),
+                    r -> Thread.ofPlatform().start(r));
+            List<BatchAcceptance.Outcome> outcomes = batch.get(10, TimeUnit.SECONDS);
+            assertEquals(
+                    items.size(),
+                    outcomes.stream().filter(o -> o.accepted() != null).count(),
+                    outcomes.toString());
+            other.rollback();
+        }
+        assertEquals(
+                (long) ids.size() - 1,
+                app.jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM chat_session WHERE external_id LIKE ? AND version = 1",
+                        Long.class,
+                        prefix + "%"),
+                "every session of the batch took version 1");
+    }
+
     private static BatchAcceptance.Item item(String session, String text) {
         return new BatchAcceptance.Item(
                 ApiKeyFilter.DEFAULT_TENANT,
