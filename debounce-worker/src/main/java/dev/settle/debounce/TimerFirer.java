@@ -5,6 +5,7 @@ import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.LockedById;
 import dev.settle.schema.SessionRules;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -80,10 +81,10 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
 
     /**
      * The round's fired rows, in one statement: they are locked by this transaction since {@link #LOCK_DUE}, so
-     * nothing changed them and each id deletes exactly one row.
+     * nothing changed them and each id deletes exactly one row; read by the primary key ({@link LockedById}), so it
+     * neither waits for nor locks any other timer.
      */
-    static final String DELETE_FIRED = """
-            DELETE FROM debounce_timer WHERE session_id IN (:sessionIds)""";
+    static final String DELETE_FIRED = "DELETE d FROM " + LockedById.TIMERS + " WHERE d.session_id IN (:sessionIds)";
 
     /**
      * The bursts these timers closed end at the versions they had seen (read by the agent under {@code enqueue});

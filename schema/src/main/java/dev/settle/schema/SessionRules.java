@@ -21,19 +21,6 @@ package dev.settle.schema;
 public final class SessionRules {
     private SessionRules() {}
 
-    // ---- rows by id --------------------------------------------------------------------------------------------
-
-    /**
-     * The session table for a statement that locks a list of its rows by id under REPEATABLE READ: it names the
-     * primary key. Without it MariaDB 11.4's optimizer may read a small table (tens of rows, a young deployment's) by
-     * a scan of the whole primary key, and such a scan locks, so waits for, every row it reads: the statement queues
-     * behind any session's writer (a frozen agent's reply commit) and holds every row it passed, so every other
-     * session's accept, until its transaction ends (BatchAcceptanceLockTest). With the key named it reads the listed
-     * rows only, on MySQL as on MariaDB. (The lease renewals lock rows by a list too, but on a READ COMMITTED pool,
-     * whose reads skip a row that does not match instead of waiting for it.)
-     */
-    public static final String SESSIONS_BY_ID = "chat_session s FORCE INDEX (PRIMARY)";
-
     // ---- the lease ---------------------------------------------------------------------------------------------
 
     /**

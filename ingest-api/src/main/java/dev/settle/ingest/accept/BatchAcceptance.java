@@ -4,6 +4,7 @@ import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiProblem;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.LockWait;
+import dev.settle.schema.LockedById;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -73,10 +74,10 @@ final class BatchAcceptance {
     /**
      * The batch's sessions take their new version, event seq and message times, in one statement: per column a
      * {@code CASE} over the batch's ids ({@link #BUMP_CASE}, {@link #BUMP_TIME_CASE}), the rows named by id on the
-     * primary key ({@link SessionRules#SESSIONS_BY_ID}), so it touches the rows {@link #LOCK_SESSIONS} locked and no
+     * primary key ({@link LockedById}), so it touches the rows {@link #LOCK_SESSIONS} locked and no
      * other. Its {@code %s} are the four columns' cases and the id list ({@link #bump}).
      */
-    static final String BUMP_SESSIONS = "UPDATE " + SessionRules.SESSIONS_BY_ID + """
+    static final String BUMP_SESSIONS = "UPDATE " + LockedById.SESSIONS + """
 
                SET s.version = CASE s.id %s END, s.event_seq = CASE s.id %s END,
                    s.oldest_unanswered_at = CASE s.id %s END, s.last_message_at = CASE s.id %s END
