@@ -357,7 +357,7 @@ final class ChaosFaults implements AutoCloseable {
      * not judged: the frozen JVM may hold the session's row lock mid-turn, which delays a POST to that session
      * whether Kafka is up or not.
      */
-    List<String> slowPostsDuringOutages(List<ChaosWorkload.Post> posts) {
+    List<String> slowPostsDuringOutages(List<ChaosWorkload.Post> posts, StallWitness witness) {
         List<String> slow = new ArrayList<>();
         List<long[]> frozen = freezes();
         for (long[] outage : outages()) {
@@ -369,7 +369,9 @@ final class ChaosFaults implements AutoCloseable {
                     .filter(p -> frozen.stream().noneMatch(f -> overlaps(p, f)))
                     .forEach(p ->
                             slow.add("a POST " + (p.startNanos() - from) / 1_000_000 + " ms after the broker kill took "
-                                    + p.millis() + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis() + " ms)"));
+                                    + p.millis() + " ms to answer (limit " + OUTAGE_POST_LIMIT.toMillis()
+                                    + " ms); seen during it: "
+                                    + witness.during(p.startNanos(), p.startNanos() + p.nanos())));
         }
         return slow;
     }

@@ -1,5 +1,6 @@
 package dev.settle.e2e;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.settle.testsupport.KafkaBrokerProcess;
 import org.junit.jupiter.api.Test;
 
@@ -60,6 +61,7 @@ class ChaosRunTest {
             processProps.put("spring.kafka.consumer.group-id", settle.agentGroup());
             List<AgentProcess> agents = new ArrayList<>();
             ChaosFaults faults = null;
+            StallWitness witness = null;
             try {
                 for (int i = 0; i < AGENTS; i++) {
                     agents.add(new AgentProcess(processProps));
@@ -75,6 +77,9 @@ class ChaosRunTest {
                 warmUp(settle, sessions);
 
                 ChaosWorkload workload = new ChaosWorkload(settle, SettleSystem.WINDOW);
+                witness = new StallWitness(
+                        (String) settle.sharedProperties().get("spring.datasource.url"),
+                        settle.ingest.getBean(HikariDataSource.class));
                 Instant started = Instant.now();
                 long startedNanos = System.nanoTime();
                 List<String> ids;
@@ -115,9 +120,13 @@ class ChaosRunTest {
                         });
                 Duration took = Duration.between(started, Instant.now());
                 faults.closeAgents();
+                witness.close();
 
-                check(settle, sessions, bursts, ids, workload, faults, took, startedNanos);
+                check(settle, sessions, bursts, ids, workload, faults, witness, took, startedNanos);
             } finally {
+                if (witness != null) {
+                    witness.close();
+                }
                 if (faults != null) {
                     faults.closeAgents();
                 }
@@ -156,13 +165,14 @@ class ChaosRunTest {
             List<String> ids,
             ChaosWorkload workload,
             ChaosFaults faults,
+            StallWitness witness,
             Duration took,
             long startedNanos)
             throws Exception {
         HistoryChecker checker = new HistoryChecker(settle.jdbc, SettleSystem.MAX_WAIT, TTL);
         checker.check(ids, workload, settle.receiver.deliveries(), faults.kills);
-        checker.checkPostLatency(workload.postTimes, faults, startedNanos);
-        String report = report(sessions, bursts, workload, faults, checker, took);
+        checker.checkPostLatency(workload.postTimes, faults, witness, startedNanos);
+        String report = report(sessions, bursts, workload, faults, witness, checker, took, startedNanos);
         System.out.println(report);
         String path = System.getProperty("settle.chaos.report");
         if (path != null) {
@@ -170,7 +180,7 @@ class ChaosRunTest {
         }
         List<String> violations = new ArrayList<>(checker.violations);
         violations.addAll(faults.violations);
-        violations.addAll(faults.slowPostsDuringOutages(workload.postTimes));
+        violations.addAll(faults.slowPostsDuringOutages(workload.postTimes, witness));
         assertEquals(List.of(), violations, "violations of Settle's promises");
         org.junit.jupiter.api.Assertions.assertTrue(
                 faults.counts.containsKey(ChaosFaults.BROKER_RESTARTED),
@@ -220,6 +230,7 @@ class ChaosRunTest {
                                 slow),
                         new ChaosWorkload.Post("slow-inside", 202, outage[0], slow)),
                 faults,
+                null,
                 startedNanos);
         assertEquals(1, latency.violations.size(), String.join("\n", latency.violations));
         String v = latency.violations.getFirst();
@@ -231,7 +242,14 @@ class ChaosRunTest {
     }
 
     static String report(
-            int sessions, int bursts, ChaosWorkload w, ChaosFaults faults, HistoryChecker checker, Duration took) {
+            int sessions,
+            int bursts,
+            ChaosWorkload w,
+            ChaosFaults faults,
+            StallWitness witness,
+            HistoryChecker checker,
+            Duration took,
+            long origin) {
         StringBuilder sb = new StringBuilder();
         sb.append("| figure | value |\n|---|---|\n");
         sb.append("| sessions | ").append(sessions).append(" |\n");
@@ -317,7 +335,8 @@ class ChaosRunTest {
                     .append(faults.hits[i][1]);
         }
         sb.append(" |\n");
-        List<String> slow = faults.slowPostsDuringOutages(w.postTimes);
+        sb.append(witness.rows(faults, origin));
+        List<String> slow = faults.slowPostsDuringOutages(w.postTimes, witness);
         sb.append("| violations | ")
                 .append(checker.violations.size() + faults.violations.size() + slow.size())
                 .append(" |\n");
@@ -325,6 +344,7 @@ class ChaosRunTest {
         checker.violations.stream().limit(50).forEach(v -> sb.append("\n- ").append(v));
         faults.violations.forEach(v -> sb.append("\n- ").append(v));
         slow.stream().limit(20).forEach(v -> sb.append("\n- ").append(v));
+        sb.append(witness.longestHolders(5));
         return sb.toString();
     }
 }

@@ -264,9 +264,10 @@ final class HistoryChecker {
      * first {@link #POST_GRACE} of the run, a POST that started during an outage (bounded by its own check), or that overlapped an agent freeze (a JVM
      * frozen inside a transaction keeps its locks until it resumes, a stall of the process, not of a turn).
      *
+     * @param witness what was seen holding POSTs up, named in each violation; null when not watched
      * @param origin the start of the run (System.nanoTime), for the times named in a violation
      */
-    void checkPostLatency(List<ChaosWorkload.Post> posts, ChaosFaults faults, long origin) {
+    void checkPostLatency(List<ChaosWorkload.Post> posts, ChaosFaults faults, StallWitness witness, long origin) {
         List<long[]> outages = faults.outages();
         List<long[]> freezes = faults.freezes();
         List<ChaosWorkload.Post> all;
@@ -286,7 +287,10 @@ final class HistoryChecker {
                 violations.add(p.sessionId() + ": a POST started " + (p.startNanos() - origin) / 1_000_000
                         + " ms into the run, outside any broker outage, answered " + p.status() + " after " + p.millis()
                         + " ms (limit " + POST_LIMIT.toMillis() + " ms); faults in progress: "
-                        + (during.isEmpty() ? "none" : String.join(", ", during)));
+                        + (during.isEmpty() ? "none" : String.join(", ", during))
+                        + (witness == null
+                                ? ""
+                                : "; seen during it: " + witness.during(p.startNanos(), p.startNanos() + p.nanos())));
             }
         }
     }
