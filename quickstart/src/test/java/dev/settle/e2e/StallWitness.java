@@ -56,7 +56,7 @@ final class StallWitness implements AutoCloseable {
                    b.trx_id AS blocker_trx, b.trx_mysql_thread_id AS blocker, b.trx_started AS blocker_started,
                    LEFT(b.trx_query, 160) AS blocker_query, b.trx_state AS blocker_state,
                    bp.COMMAND AS blocker_command,
-                   l.lock_table, l.lock_index, l.lock_mode
+                   l.lock_table, l.lock_index, l.lock_mode, l.lock_data
               FROM information_schema.INNODB_LOCK_WAITS w
               JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id
               JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id
@@ -65,7 +65,10 @@ final class StallWitness implements AutoCloseable {
               LEFT JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.blocking_lock_id
              WHERE rp.DB = ?""";
 
-    /** A transaction seen holding a lock another waited for: from its first to its last sighting. */
+    /**
+     * A transaction seen holding a lock another waited for: from its first to its last sighting. A transaction is its
+     * id, connection and start: MariaDB shows id 0 for every transaction that has locked but not yet written.
+     */
     static final class Holder {
         final String trx;
         final String connection;
@@ -73,6 +76,9 @@ final class StallWitness implements AutoCloseable {
         final long firstSeen;
         long lastSeen;
         int looks;
+        /** The keys of the rows it held that others waited for (the first few). */
+        final Set<String> rows = new LinkedHashSet<>();
+
         final Set<String> running = new LinkedHashSet<>();
         final Set<String> waiters = new LinkedHashSet<>();
         boolean dumped;
@@ -91,7 +97,8 @@ final class StallWitness implements AutoCloseable {
 
         @Override
         public String toString() {
-            return "trx " + trx + " of connection " + connection + " held " + lock + " for ≥ " + heldMillis()
+            return "trx " + trx + " of connection " + connection + " held " + lock + " (rows " + String.join(", ", rows)
+                    + ") for ≥ " + heldMillis()
                     + " ms (seen by " + looks + " looks) while "
                     + String.join(" / ", running) + "; waiting: " + String.join(" / ", waiters);
         }
@@ -210,9 +217,11 @@ final class StallWitness implements AutoCloseable {
         String lock =
                 rs.getString("lock_mode") + " lock on " + rs.getString("lock_table") + "." + rs.getString("lock_index");
         String connection = rs.getString("blocker");
+        String key = trx + "/" + connection + "/" + rs.getString("blocker_started");
+        String row = rs.getString("lock_data");
         boolean dump;
         synchronized (this) {
-            Holder h = holders.computeIfAbsent(trx, t -> new Holder(t, connection, lock, now));
+            Holder h = holders.computeIfAbsent(key, k -> new Holder(trx, connection, lock, now));
             if (h.lastSeen != now || h.looks == 0) {
                 h.looks++;
             }
@@ -226,6 +235,9 @@ final class StallWitness implements AutoCloseable {
                 dumped++;
             }
             h.dumped |= dump;
+            if (h.rows.size() < 4 && row != null) {
+                h.rows.add(row);
+            }
             if (h.running.size() < 4) {
                 h.running.add(doing);
             }
