@@ -1,8 +1,11 @@
 package dev.settle.portability;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -95,6 +98,55 @@ final class SqlPortability {
             "ROLES_GRAPHML");
 
     private SqlPortability() {}
+
+    /**
+     * {@link #check(String)}, and: no {@code INSERT ... SELECT} into a table of {@code autoIncrementTables}. Under
+     * {@code innodb_autoinc_lock_mode = 1} (MariaDB's default; MySQL 8.4's is 2) it holds the table's AUTO-INC lock
+     * until it ends, so one that stalls holds up every insert into the table; a conditional insert is written as
+     * {@code dev.settle.schema.GuardedInsert} says.
+     */
+    static List<Finding> check(String sql, Set<String> autoIncrementTables) {
+        List<Finding> findings = new ArrayList<>(check(sql));
+        String target = insertSelectTarget(sql);
+        if (target != null && autoIncrementTables.contains(target)) {
+            findings.add(new Finding(
+                    "AUTO_INC_INSERT_SELECT",
+                    "INSERT ... SELECT into " + target
+                            + ", whose key is AUTO_INCREMENT, holds the table's AUTO-INC lock "
+                            + "to its end on MariaDB (innodb_autoinc_lock_mode 1): write a single-row INSERT ... VALUES "
+                            + "with the condition in a scalar subquery (GuardedInsert)"));
+        }
+        return findings;
+    }
+
+    private static final Pattern CREATE_TABLE =
+            Pattern.compile("^CREATE\\s+TABLE\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?(\\w+)");
+
+    /** The tables that a {@code CREATE TABLE} among {@code statements} gives an AUTO_INCREMENT column. */
+    static Set<String> autoIncrementTables(Collection<String> statements) {
+        Set<String> tables = new TreeSet<>();
+        for (String sql : statements) {
+            String s = normalize(sql);
+            Matcher m = CREATE_TABLE.matcher(s);
+            if (m.find() && s.contains(" AUTO_INCREMENT")) {
+                tables.add(m.group(1));
+            }
+        }
+        return tables;
+    }
+
+    /** The target of an INSERT whose rows come from a SELECT (not from VALUES: a subquery there does not count). */
+    static String insertSelectTarget(String sql) {
+        String s = normalize(sql);
+        int[] depth = depths(s);
+        Matcher m = INSERT_HEAD.matcher(s);
+        if (!m.find()) {
+            return null;
+        }
+        int values = topLevel(s, depth, " VALUE", m.end());
+        int select = topLevel(s, depth, " SELECT ", m.end());
+        return select >= 0 && (values < 0 || select < values) ? m.group(1) : null;
+    }
 
     static List<Finding> check(String sql) {
         String s = normalize(sql);

@@ -1,9 +1,11 @@
 package dev.settle.portability;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.List;
+import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -84,5 +86,26 @@ class SqlPortabilityTest {
             })
     void accepts_the_portable_forms(String sql) {
         assertEquals(List.of(), SqlPortability.check(sql), sql);
+    }
+
+    @Test
+    void finds_an_insert_select_into_a_table_with_an_auto_increment_key_and_accepts_the_guarded_form() {
+        Set<String> autoInc = SqlPortability.autoIncrementTables(List.of(
+                "CREATE TABLE chat_turn (\n  id BIGINT NOT NULL AUTO_INCREMENT,\n  session_id BIGINT NOT NULL,\n"
+                        + "  PRIMARY KEY (id)\n) ENGINE=InnoDB",
+                "CREATE TABLE debounce_timer (session_id BIGINT NOT NULL, PRIMARY KEY (session_id))"));
+        assertEquals(Set.of("CHAT_TURN"), autoInc);
+        List<SqlPortability.Finding> findings = SqlPortability.check(
+                "INSERT INTO chat_turn (session_id, state) SELECT s.id, 'RUNNING' FROM chat_session s WHERE s.id = ?",
+                autoInc);
+        assertEquals(
+                List.of("AUTO_INC_INSERT_SELECT"),
+                findings.stream().map(SqlPortability.Finding::rule).toList());
+        for (String fine : List.of(
+                "INSERT INTO chat_turn (session_id, state) VALUES ((SELECT s.id FROM chat_session s WHERE s.id = ?), ?)",
+                "INSERT INTO debounce_timer (session_id) SELECT s.id FROM chat_session s WHERE s.id = ?",
+                "INSERT INTO chat_turn (session_id, state) VALUE (?, 'RUNNING')")) {
+            assertEquals(List.of(), SqlPortability.check(fine, autoInc), fine);
+        }
     }
 }

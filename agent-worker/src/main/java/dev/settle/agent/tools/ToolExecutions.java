@@ -1,8 +1,10 @@
 package dev.settle.agent.tools;
 
+import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -27,12 +29,13 @@ import java.util.function.Supplier;
  */
 @Component
 public class ToolExecutions {
+    /** A PENDING row, guarded by the live lease ({@link GuardedInsert}: refused when the lease is gone). */
     static final String INSERT = """
             INSERT INTO tool_execution (session_id, turn_id, span_from, idem_key, call_id, tool_name, arguments_json,
                                         ordinal, side_effect, status, lease_token, model_call, answers_version,
                                         created_at)
-            SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?, UTC_TIMESTAMP(6)
-              FROM chat_session s WHERE id = ? AND\s""" + SessionRules.LEASE_OURS;
+            VALUES (""" + GuardedInsert.SESSION_IF_LEASE_OURS
+            + ", ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?, UTC_TIMESTAMP(6))";
 
     static final String BY_KEY = "SELECT * FROM tool_execution WHERE idem_key = ?";
     static final String BY_ID = "SELECT * FROM tool_execution WHERE id = ?";
@@ -216,32 +219,34 @@ public class ToolExecutions {
         }
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
         try {
-            int rows = statement(
+            statement(
                     "insert",
                     () -> jdbc.update(
                             c -> {
                                 PreparedStatement ps = c.prepareStatement(INSERT, Statement.RETURN_GENERATED_KEYS);
-                                ps.setLong(1, call.turnId());
-                                ps.setLong(2, call.spanFrom());
-                                ps.setString(3, call.idemKey());
-                                ps.setString(4, call.callId());
-                                ps.setString(5, call.toolName());
-                                ps.setString(6, call.argumentsJson());
-                                ps.setInt(7, call.ordinal());
-                                ps.setBoolean(8, call.sideEffect());
-                                ps.setString(9, call.leaseToken());
-                                ps.setObject(10, call.modelCall());
-                                ps.setObject(11, call.answersVersion());
-                                ps.setLong(12, call.sessionId());
-                                ps.setString(13, call.leaseToken());
+                                ps.setLong(1, call.sessionId());
+                                ps.setString(2, call.leaseToken());
+                                ps.setLong(3, call.turnId());
+                                ps.setLong(4, call.spanFrom());
+                                ps.setString(5, call.idemKey());
+                                ps.setString(6, call.callId());
+                                ps.setString(7, call.toolName());
+                                ps.setString(8, call.argumentsJson());
+                                ps.setInt(9, call.ordinal());
+                                ps.setBoolean(10, call.sideEffect());
+                                ps.setString(11, call.leaseToken());
+                                ps.setObject(12, call.modelCall());
+                                ps.setObject(13, call.answersVersion());
                                 return ps;
                             },
                             keys));
-            if (rows == 0) {
-                return null; // lease lost
-            }
         } catch (DuplicateKeyException raced) {
             return jdbc.query(BY_KEY, ROW, call.idemKey()).getFirst();
+        } catch (DataIntegrityViolationException e) {
+            if (GuardedInsert.refused(e)) {
+                return null; // lease lost
+            }
+            throw e;
         }
         return byId(keys.getKey().longValue());
     }

@@ -5,9 +5,11 @@ import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.webhook.Outbox;
 import dev.settle.schema.DebounceTiming;
+import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.OkPacket;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
+import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -73,11 +75,37 @@ public class ReplyCommit {
                     OR\s""" + SessionRules.EFFECTIVE_POLICY + " = 'enqueue')"
             + " AND " + SessionRules.LEASE_OURS;
 
-    /** The reply, if the turn's persisted deltas number what it streamed (parameters 7–8: turn, count). */
+    /**
+     * The reply, if the turn's persisted deltas number what it streamed ({@link GuardedInsert}: refused otherwise).
+     * The session row it reads is already ours, locked by {@link #ADVANCE}.
+     */
     static final String INSERT_REPLY = """
             INSERT INTO chat_message (message_uid, session_id, role, text, covers_from, covers_version, turn_id, created_at)
-            SELECT ?, ?, 'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6) FROM DUAL
-             WHERE (SELECT COUNT(*) FROM session_event e WHERE e.turn_id = ? AND e.chunk_seq > 0) = ?""";
+            VALUES (?, (SELECT s.id FROM chat_session s
+                         WHERE s.id = ?
+                           AND (SELECT COUNT(*) FROM session_event e WHERE e.turn_id = ? AND e.chunk_seq > 0) = ?),
+                    'assistant', ?, ?, ?, ?, UTC_TIMESTAMP(6))""";
+
+    /** @return false when the turn's persisted deltas do not number {@code deltas}: nothing inserted */
+    static boolean insertReply(
+            JdbcTemplate jdbc,
+            String replyId,
+            long sessionId,
+            String text,
+            long from,
+            long to,
+            long turnId,
+            int deltas) {
+        try {
+            jdbc.update(INSERT_REPLY, replyId, sessionId, turnId, deltas, text, from, to, turnId);
+            return true;
+        } catch (DataIntegrityViolationException e) {
+            if (GuardedInsert.refused(e)) {
+                return false;
+            }
+            throw e;
+        }
+    }
 
     /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */
     static final String SPEND_BURSTS = """
@@ -176,17 +204,15 @@ public class ReplyCommit {
                     ? advanced.lastInsertId()
                     : jdbc.queryForObject("SELECT LAST_INSERT_ID()", Long.class);
             SessionEvents.insertReserved(jdbc, lease.sessionId(), (last >> 1) - events.size() + 1, events);
-            if (jdbc.update(
-                            INSERT_REPLY,
-                            replyId,
-                            lease.sessionId(),
-                            text,
-                            turn.fromVersion(),
-                            turn.toVersion(),
-                            turnId,
-                            turnId,
-                            rest.deltas())
-                    != 1) {
+            if (!insertReply(
+                    jdbc,
+                    replyId,
+                    lease.sessionId(),
+                    text,
+                    turn.fromVersion(),
+                    turn.toVersion(),
+                    turnId,
+                    rest.deltas())) {
                 failed[0] = Outcome.STREAM_LOST;
                 status.setRollbackOnly();
                 return null;

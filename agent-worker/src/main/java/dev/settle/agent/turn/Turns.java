@@ -1,8 +1,10 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
+import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
@@ -29,11 +31,11 @@ import java.util.Map;
  */
 @Component
 public class Turns {
-    /** Opens a RUNNING turn; the SELECT is the live-lease guard (no row inserted when the lease is gone). */
-    static final String BEGIN = """
+    /** Opens a RUNNING turn, guarded by the live lease ({@link GuardedInsert}: refused when the lease is gone). */
+    static final String BEGIN =
+            """
             INSERT INTO chat_turn (session_id, lease_token, lease_epoch, from_version, to_version, state, started_at)
-            SELECT s.id, ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6) FROM chat_session s
-             WHERE s.id = ? AND\s""" + SessionRules.LEASE_OURS;
+            VALUES (""" + GuardedInsert.SESSION_IF_LEASE_OURS + ", ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6))";
 
     /**
      * Closes a RUNNING turn, adding the model calls it made ({@link Calls}); the join on chat_session is the
@@ -121,20 +123,26 @@ public class Turns {
             jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
         }
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
-        int rows = jdbc.update(
-                c -> {
-                    PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
-                    ps.setString(1, lease.token());
-                    ps.setLong(2, lease.epoch());
-                    ps.setLong(3, fromVersion);
-                    ps.setLong(4, toVersion);
-                    ps.setLong(5, lease.sessionId());
-                    ps.setString(6, lease.token());
-                    return ps;
-                },
-                keys);
-        SessionLease.expectAtMostOne(rows, "begin turn");
-        return rows == 1 ? keys.getKey().longValue() : null;
+        try {
+            jdbc.update(
+                    c -> {
+                        PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
+                        ps.setLong(1, lease.sessionId());
+                        ps.setString(2, lease.token());
+                        ps.setString(3, lease.token());
+                        ps.setLong(4, lease.epoch());
+                        ps.setLong(5, fromVersion);
+                        ps.setLong(6, toVersion);
+                        return ps;
+                    },
+                    keys);
+        } catch (DataIntegrityViolationException e) {
+            if (GuardedInsert.refused(e)) {
+                return null; // lease gone
+            }
+            throw e;
+        }
+        return keys.getKey().longValue();
     }
 
     /** The turn's opening event, {@code turn.started}: the span it answers. */
