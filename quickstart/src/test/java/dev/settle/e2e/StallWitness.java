@@ -53,6 +53,9 @@ final class StallWitness implements AutoCloseable {
     /** Each lock wait now: the waiting statement, and the transaction it waits for with its connection. */
     static final String LOCK_WAITS = """
             SELECT r.trx_mysql_thread_id AS waiter, LEFT(r.trx_query, 120) AS waiter_query,
+                   r.trx_id AS waiter_trx, r.trx_started AS waiter_started,
+                   rl.lock_table AS wanted_table, rl.lock_index AS wanted_index, rl.lock_mode AS wanted_mode,
+                   rl.lock_data AS wanted_row,
                    b.trx_id AS blocker_trx, b.trx_mysql_thread_id AS blocker, b.trx_started AS blocker_started,
                    LEFT(b.trx_query, 160) AS blocker_query, b.trx_state AS blocker_state,
                    bp.COMMAND AS blocker_command,
@@ -63,6 +66,7 @@ final class StallWitness implements AutoCloseable {
               JOIN information_schema.PROCESSLIST rp ON rp.ID = r.trx_mysql_thread_id
               LEFT JOIN information_schema.PROCESSLIST bp ON bp.ID = b.trx_mysql_thread_id
               LEFT JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.blocking_lock_id
+              LEFT JOIN information_schema.INNODB_LOCKS rl ON rl.lock_id = w.requested_lock_id
              WHERE rp.DB = ?""";
 
     /**
@@ -80,6 +84,9 @@ final class StallWitness implements AutoCloseable {
         final Set<String> rows = new LinkedHashSet<>();
 
         final Set<String> running = new LinkedHashSet<>();
+        /** What it was itself seen waiting for, while others waited for it (the first few). */
+        final Set<String> waitingFor = new LinkedHashSet<>();
+
         final Set<String> waiters = new LinkedHashSet<>();
         boolean dumped;
 
@@ -100,7 +107,9 @@ final class StallWitness implements AutoCloseable {
             return "trx " + trx + " of connection " + connection + " held " + lock + " (rows " + String.join(", ", rows)
                     + ") for ≥ " + heldMillis()
                     + " ms (seen by " + looks + " looks) while "
-                    + String.join(" / ", running) + "; waiting: " + String.join(" / ", waiters);
+                    + String.join(" / ", running)
+                    + (waitingFor.isEmpty() ? "" : ", itself waiting for " + String.join(" / ", waitingFor))
+                    + "; waiting: " + String.join(" / ", waiters);
         }
     }
 
@@ -186,10 +195,26 @@ final class StallWitness implements AutoCloseable {
             }
             try (PreparedStatement s = connection.prepareStatement(LOCK_WAITS)) {
                 s.setString(1, database);
+                Map<String, String> waits = new HashMap<>();
                 try (ResultSet rs = s.executeQuery()) {
                     while (rs.next()) {
                         seen(now, rs);
+                        waits.put(
+                                rs.getString("waiter_trx") + "/" + rs.getString("waiter") + "/"
+                                        + rs.getString("waiter_started"),
+                                rs.getString("wanted_mode") + " lock on " + rs.getString("wanted_table") + "."
+                                        + rs.getString("wanted_index") + " (rows " + rs.getString("wanted_row")
+                                        + ") held by trx " + rs.getString("blocker_trx") + " of connection "
+                                        + rs.getString("blocker"));
                     }
+                }
+                synchronized (this) {
+                    waits.forEach((key, wanted) -> {
+                        Holder h = holders.get(key);
+                        if (h != null && h.lastSeen == now && h.waitingFor.size() < 3) {
+                            h.waitingFor.add(wanted);
+                        }
+                    });
                 }
             }
         } catch (SQLException e) {
