@@ -1,6 +1,13 @@
 package dev.settle.schema;
 
+import org.springframework.dao.DataIntegrityViolationException;
+import org.springframework.jdbc.core.ArgumentPreparedStatementSetter;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.GeneratedKeyHolder;
+
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Statement;
 
 /**
  * A conditional insert into a table with an {@code AUTO_INCREMENT} key is a single-row {@code INSERT ... VALUES} whose
@@ -31,8 +38,33 @@ public final class GuardedInsert {
     public static final String SESSION_IF_LEASE_OURS =
             "(SELECT s.id FROM chat_session s WHERE s.id = ? AND " + SessionRules.LEASE_OURS + ")";
 
+    /**
+     * Runs the guarded insert {@code sql} with {@code args}.
+     *
+     * @return the new row's AUTO_INCREMENT key, or null when the guard refused it (nothing inserted); any other failure
+     *     (a duplicate key among them) is thrown
+     */
+    public static Long insert(JdbcTemplate jdbc, String sql, Object... args) {
+        GeneratedKeyHolder keys = new GeneratedKeyHolder();
+        try {
+            jdbc.update(
+                    c -> {
+                        PreparedStatement ps = c.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS);
+                        new ArgumentPreparedStatementSetter(args).setValues(ps);
+                        return ps;
+                    },
+                    keys);
+        } catch (DataIntegrityViolationException e) {
+            if (refused(e)) {
+                return null;
+            }
+            throw e;
+        }
+        return keys.getKey().longValue();
+    }
+
     /** @return true when {@code e} is a guarded insert's refusal: its condition did not hold, nothing was inserted */
-    public static boolean refused(Throwable e) {
+    static boolean refused(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             if (t instanceof SQLException sql && sql.getErrorCode() == REFUSED) {
                 return true;

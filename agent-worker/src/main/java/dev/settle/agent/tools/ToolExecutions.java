@@ -4,21 +4,17 @@ import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
-import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.List;
 import java.util.function.Supplier;
 
@@ -217,38 +213,30 @@ public class ToolExecutions {
                 return existing.getFirst();
             }
         }
-        GeneratedKeyHolder keys = new GeneratedKeyHolder();
+        Long id;
         try {
-            statement(
+            id = statement(
                     "insert",
-                    () -> jdbc.update(
-                            c -> {
-                                PreparedStatement ps = c.prepareStatement(INSERT, Statement.RETURN_GENERATED_KEYS);
-                                ps.setLong(1, call.sessionId());
-                                ps.setString(2, call.leaseToken());
-                                ps.setLong(3, call.turnId());
-                                ps.setLong(4, call.spanFrom());
-                                ps.setString(5, call.idemKey());
-                                ps.setString(6, call.callId());
-                                ps.setString(7, call.toolName());
-                                ps.setString(8, call.argumentsJson());
-                                ps.setInt(9, call.ordinal());
-                                ps.setBoolean(10, call.sideEffect());
-                                ps.setString(11, call.leaseToken());
-                                ps.setObject(12, call.modelCall());
-                                ps.setObject(13, call.answersVersion());
-                                return ps;
-                            },
-                            keys));
+                    () -> GuardedInsert.insert(
+                            jdbc,
+                            INSERT,
+                            call.sessionId(),
+                            call.leaseToken(),
+                            call.turnId(),
+                            call.spanFrom(),
+                            call.idemKey(),
+                            call.callId(),
+                            call.toolName(),
+                            call.argumentsJson(),
+                            call.ordinal(),
+                            call.sideEffect(),
+                            call.leaseToken(),
+                            call.modelCall(),
+                            call.answersVersion()));
         } catch (DuplicateKeyException raced) {
             return jdbc.query(BY_KEY, ROW, call.idemKey()).getFirst();
-        } catch (DataIntegrityViolationException e) {
-            if (GuardedInsert.refused(e)) {
-                return null; // lease lost
-            }
-            throw e;
         }
-        return byId(keys.getKey().longValue());
+        return id == null ? null : byId(id); // null: lease lost
     }
 
     public Execution byId(long id) {

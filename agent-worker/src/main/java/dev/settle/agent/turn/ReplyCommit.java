@@ -9,7 +9,6 @@ import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.OkPacket;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
-import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -96,15 +95,8 @@ public class ReplyCommit {
             long to,
             long turnId,
             int deltas) {
-        try {
-            jdbc.update(INSERT_REPLY, replyId, sessionId, turnId, deltas, text, from, to, turnId);
-            return true;
-        } catch (DataIntegrityViolationException e) {
-            if (GuardedInsert.refused(e)) {
-                return false;
-            }
-            throw e;
-        }
+        return GuardedInsert.insert(jdbc, INSERT_REPLY, replyId, sessionId, turnId, deltas, text, from, to, turnId)
+                != null;
     }
 
     /** The burst ends this reply covered are spent (see {@link Conversation}); in the reply's transaction. */

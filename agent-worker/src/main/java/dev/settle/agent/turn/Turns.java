@@ -4,17 +4,13 @@ import dev.settle.agent.lease.SessionLease;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
-import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.TransactionTemplate;
 
-import java.sql.PreparedStatement;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -122,27 +118,8 @@ public class Turns {
         if (abandoned) {
             jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
         }
-        GeneratedKeyHolder keys = new GeneratedKeyHolder();
-        try {
-            jdbc.update(
-                    c -> {
-                        PreparedStatement ps = c.prepareStatement(BEGIN, Statement.RETURN_GENERATED_KEYS);
-                        ps.setLong(1, lease.sessionId());
-                        ps.setString(2, lease.token());
-                        ps.setString(3, lease.token());
-                        ps.setLong(4, lease.epoch());
-                        ps.setLong(5, fromVersion);
-                        ps.setLong(6, toVersion);
-                        return ps;
-                    },
-                    keys);
-        } catch (DataIntegrityViolationException e) {
-            if (GuardedInsert.refused(e)) {
-                return null; // lease gone
-            }
-            throw e;
-        }
-        return keys.getKey().longValue();
+        return GuardedInsert.insert(
+                jdbc, BEGIN, lease.sessionId(), lease.token(), lease.token(), lease.epoch(), fromVersion, toVersion);
     }
 
     /** The turn's opening event, {@code turn.started}: the span it answers. */
