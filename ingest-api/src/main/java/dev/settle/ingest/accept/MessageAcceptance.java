@@ -104,6 +104,7 @@ public class MessageAcceptance {
     @Autowired
     public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings, MeterRegistry meters) {
         this.jdbc = jdbc;
+        tx = new PlatformThreadTransactions(tx); // alone and in a batch (AcceptTransactionThreadTest)
         this.tx = tx;
         this.defaultPolicy = settings.policy().defaultPolicy();
         this.limits = settings.limits();
