@@ -6,7 +6,6 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 
 import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.sql.Statement;
 
 /**
@@ -65,11 +64,6 @@ public final class GuardedInsert {
 
     /** @return true when {@code e} is a guarded insert's refusal: its condition did not hold, nothing was inserted */
     static boolean refused(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof SQLException sql && sql.getErrorCode() == REFUSED) {
-                return true;
-            }
-        }
-        return false;
+        return SqlErrors.has(e, REFUSED);
     }
 }

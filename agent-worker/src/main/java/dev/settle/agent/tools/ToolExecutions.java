@@ -2,6 +2,7 @@ package dev.settle.agent.tools;
 
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionRules;
+import dev.settle.schema.SqlErrors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.DuplicateKeyException;
@@ -14,7 +15,6 @@ import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
-import java.sql.SQLException;
 import java.util.List;
 import java.util.function.Supplier;
 
@@ -197,12 +197,7 @@ public class ToolExecutions {
     }
 
     static boolean deadlock(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof SQLException sql && sql.getErrorCode() == DEADLOCK) {
-                return true;
-            }
-        }
-        return false;
+        return SqlErrors.has(e, DEADLOCK);
     }
 
     /** A new PENDING row, or the existing row with the same key (re-read after the unique index refused ours). */
