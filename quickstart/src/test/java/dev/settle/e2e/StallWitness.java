@@ -200,12 +200,9 @@ final class StallWitness implements AutoCloseable {
                     while (rs.next()) {
                         seen(now, rs);
                         waits.put(
-                                rs.getString("waiter_trx") + "/" + rs.getString("waiter") + "/"
-                                        + rs.getString("waiter_started"),
-                                rs.getString("wanted_mode") + " lock on " + rs.getString("wanted_table") + "."
-                                        + rs.getString("wanted_index") + " (rows " + rs.getString("wanted_row")
-                                        + ") held by trx " + rs.getString("blocker_trx") + " of connection "
-                                        + rs.getString("blocker"));
+                                transaction(rs, "waiter_trx", "waiter", "waiter_started"),
+                                lock(rs, "wanted_") + " (rows " + rs.getString("wanted_row") + ") held by trx "
+                                        + rs.getString("blocker_trx") + " of connection " + rs.getString("blocker"));
                     }
                 }
                 synchronized (this) {
@@ -232,6 +229,17 @@ final class StallWitness implements AutoCloseable {
         }
     }
 
+    /** A transaction's identity in {@link #holders}: its id, connection and start (see {@link Holder}). */
+    private static String transaction(ResultSet rs, String trx, String connection, String started) throws SQLException {
+        return rs.getString(trx) + "/" + rs.getString(connection) + "/" + rs.getString(started);
+    }
+
+    /** "mode lock on table.index" from the columns named {@code prefix}mode, {@code prefix}table, {@code prefix}index. */
+    private static String lock(ResultSet rs, String prefix) throws SQLException {
+        return rs.getString(prefix + "mode") + " lock on " + rs.getString(prefix + "table") + "."
+                + rs.getString(prefix + "index");
+    }
+
     private void seen(long now, ResultSet rs) throws SQLException {
         String trx = rs.getString("blocker_trx");
         String blockerQuery = rs.getString("blocker_query");
@@ -239,10 +247,9 @@ final class StallWitness implements AutoCloseable {
                 ? blockerQuery.replaceAll("\\s+", " ")
                 : "idle in transaction (" + rs.getString("blocker_command") + ")";
         String waiter = String.valueOf(rs.getString("waiter_query")).replaceAll("\\s+", " ");
-        String lock =
-                rs.getString("lock_mode") + " lock on " + rs.getString("lock_table") + "." + rs.getString("lock_index");
+        String lock = lock(rs, "lock_");
         String connection = rs.getString("blocker");
-        String key = trx + "/" + connection + "/" + rs.getString("blocker_started");
+        String key = transaction(rs, "blocker_trx", "blocker", "blocker_started");
         String row = rs.getString("lock_data");
         boolean dump;
         synchronized (this) {
