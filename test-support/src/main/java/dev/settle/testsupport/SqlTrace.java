@@ -32,8 +32,10 @@ public final class SqlTrace extends WatchingInterceptor {
      * @param sql the statement's text as written (parameters as {@code ?})
      * @param autocommit whether the statement committed on its own (autocommit mode, no transaction open after it)
      * @param rows rows returned by a query, or rows affected by a write
+     * @param virtualThread whether a virtual thread sent it
      */
-    public record Statement(String app, String thread, long atNanos, String sql, boolean autocommit, long rows) {
+    public record Statement(
+            String app, String thread, long atNanos, String sql, boolean autocommit, long rows, boolean virtualThread) {
         public boolean isCommit() {
             return sql.equalsIgnoreCase("commit");
         }
@@ -46,6 +48,11 @@ public final class SqlTrace extends WatchingInterceptor {
                             || verb.equals("UPDATE")
                             || verb.equals("DELETE")
                             || verb.equals("REPLACE"));
+        }
+
+        /** Sent inside a transaction: START TRANSACTION, what follows it, its COMMIT. */
+        public boolean inTransaction() {
+            return !autocommit || isCommit();
         }
 
         /** COMMIT, or a write that committed on its own. */
@@ -146,8 +153,15 @@ public final class SqlTrace extends WatchingInterceptor {
         // a write in autocommit mode is its own transaction unless START TRANSACTION began one
         boolean autocommit =
                 serverSession == null || (serverSession.isAutocommit() && !serverSession.inTransactionOnServer());
+        Thread sender = Thread.currentThread();
         LOG.add(new Statement(
-                app, Thread.currentThread().getName(), System.nanoTime(), text == null ? "" : text, autocommit, rows));
+                app,
+                sender.getName(),
+                System.nanoTime(),
+                text == null ? "" : text,
+                autocommit,
+                rows,
+                sender.isVirtual()));
         return null;
     }
 }

@@ -1,5 +1,6 @@
 package dev.settle.agent.tools;
 
+import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionRules;
 import dev.settle.schema.SqlErrors;
@@ -162,7 +163,7 @@ public class ToolExecutions {
 
     public ToolExecutions(JdbcTemplate jdbc, PlatformTransactionManager txManager) {
         this.jdbc = jdbc;
-        this.tx = new TransactionTemplate(txManager);
+        this.tx = new PlatformThreadTransactions(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
 

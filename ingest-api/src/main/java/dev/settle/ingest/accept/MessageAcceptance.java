@@ -1,5 +1,6 @@
 package dev.settle.ingest.accept;
 
+import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.ingest.IngestSettings;
 import dev.settle.ingest.http.ApiProblem;
 import dev.settle.schema.DbTime;
@@ -104,7 +105,7 @@ public class MessageAcceptance {
     @Autowired
     public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings, MeterRegistry meters) {
         this.jdbc = jdbc;
-        tx = new PlatformThreadTransactions(tx); // alone and in a batch (AcceptTransactionThreadTest)
+        tx = PlatformThreadTransactions.of(tx); // alone and in a batch (AcceptTransactionThreadTest)
         this.tx = tx;
         this.defaultPolicy = settings.policy().defaultPolicy();
         this.limits = settings.limits();

@@ -1,0 +1,117 @@
+package dev.settle.boot;
+
+import org.slf4j.MDC;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionCallback;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * Every Settle transaction runs on a platform thread. A transaction begun on a virtual thread (a request, a turn, a
+ * webhook attempt) is handed to one, and the virtual thread waits for its outcome: between two statements a virtual
+ * thread whose answer has arrived waits for a carrier (as many as cores) behind every runnable virtual thread of its
+ * JVM, which are not preempted, and the rows its transaction locked stay locked meanwhile (thread dumps of the chaos
+ * overload run, docs/RELIABILITY.md); a platform thread is woken by the operating system's scheduler, which preempts.
+ *
+ * <ul>
+ *   <li>A caller on a platform thread, or already inside a transaction (its connection is bound to its thread), runs
+ *       the callback where it is.</li>
+ *   <li>The transaction runs to its end, its outcome or failure reaches the caller unchanged; an interrupt of the
+ *       waiting caller (a turn whose lease is lost) is passed on to the transaction's thread, as if it ran there.</li>
+ *   <li>The caller's logging context (MDC) goes with the callback.</li>
+ * </ul>
+ * The threads are cached (idle ones end after a minute); the connection pool bounds the database work, a transaction
+ * beyond it waits for a connection as it would on its caller's thread.
+ */
+public class PlatformThreadTransactions extends TransactionTemplate {
+    private static final ExecutorService THREADS = Executors.newCachedThreadPool(
+            Thread.ofPlatform().name("settle-tx-", 0).daemon(true).factory());
+
+    public PlatformThreadTransactions(PlatformTransactionManager transactionManager) {
+        super(transactionManager);
+    }
+
+    private PlatformThreadTransactions(TransactionTemplate template) {
+        super(template.getTransactionManager(), template);
+    }
+
+    /** {@code template} itself when it already hands its transactions over, else one that does, with its settings. */
+    public static TransactionTemplate of(TransactionTemplate template) {
+        return template instanceof PlatformThreadTransactions ? template : new PlatformThreadTransactions(template);
+    }
+
+    @Override
+    public <T> T execute(TransactionCallback<T> action) {
+        if (!Thread.currentThread().isVirtual() || TransactionSynchronizationManager.isActualTransactionActive()) {
+            return super.execute(action);
+        }
+        Map<String, String> context = MDC.getCopyOfContextMap();
+        Runner runner = new Runner();
+        Future<T> result = THREADS.submit(() -> {
+            runner.start();
+            if (context != null) {
+                MDC.setContextMap(context);
+            }
+            try {
+                return super.execute(action);
+            } finally {
+                MDC.clear();
+                runner.end();
+            }
+        });
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return result.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                    runner.interrupt();
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof RuntimeException r) {
+                        throw r;
+                    }
+                    if (e.getCause() instanceof Error err) {
+                        throw err;
+                    }
+                    throw new IllegalStateException(e.getCause());
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The thread a handed-over transaction runs on, while it runs; an interrupt of its caller goes to it. */
+    private static final class Runner {
+        private Thread thread;
+        private boolean interrupted;
+
+        synchronized void start() {
+            thread = Thread.currentThread();
+            if (interrupted) {
+                thread.interrupt();
+            }
+        }
+
+        synchronized void end() {
+            thread = null;
+            Thread.interrupted(); // an interrupt meant for this transaction ends with it
+        }
+
+        synchronized void interrupt() {
+            interrupted = true;
+            if (thread != null) {
+                thread.interrupt();
+            }
+        }
+    }
+}
