@@ -9,15 +9,19 @@ import org.springframework.transaction.support.TransactionTemplate;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 
 /**
- * Every Settle transaction runs on a platform thread. A transaction begun on a virtual thread (a request, a turn, a
- * webhook attempt) is handed to one, and the virtual thread waits for its outcome: between two statements a virtual
- * thread whose answer has arrived waits for a carrier (as many as cores) behind every runnable virtual thread of its
- * JVM, which are not preempted, and the rows its transaction locked stay locked meanwhile (thread dumps of the chaos
- * overload run, docs/RELIABILITY.md); a platform thread is woken by the operating system's scheduler, which preempts.
+ * A transaction begun on a virtual thread runs on a platform thread, and the virtual thread waits for its outcome:
+ * between two statements a virtual thread whose answer has arrived waits for a carrier (as many as cores) behind every
+ * runnable virtual thread of its JVM, which are not preempted, and the rows its transaction locked stay locked
+ * meanwhile (thread dumps of the chaos overload run, docs/RELIABILITY.md); a platform thread is woken by the operating
+ * system's scheduler, which preempts. Used by the accept (ingest-api), where it was measured to help; the agent's
+ * transactions were measured handed over too and are not (docs/RELIABILITY.md, overload runs of 2026-12-06 night).
  *
  * <ul>
  *   <li>A caller on a platform thread, or already inside a transaction (its connection is bound to its thread), runs
@@ -26,19 +30,41 @@ import java.util.concurrent.Future;
  *       waiting caller (a turn whose lease is lost) is passed on to the transaction's thread, as if it ran there.</li>
  *   <li>The caller's logging context (MDC) goes with the callback.</li>
  * </ul>
- * The threads are cached (idle ones end after a minute); the connection pool bounds the database work, a transaction
- * beyond it waits for a connection as it would on its caller's thread.
+ * The threads are shared by the JVM's templates, at most {@value #MAX_THREADS}, idle ones end after a minute: the
+ * connection pools bound the database work, and a transaction that finds every thread busy runs on its caller's thread,
+ * as it would without this class, rather than queue without the pool's connection timeout.
  */
 public class PlatformThreadTransactions extends TransactionTemplate {
-    private static final ExecutorService THREADS = Executors.newCachedThreadPool(
-            Thread.ofPlatform().name("settle-tx-", 0).daemon(true).factory());
+    /** Far above any pool's connections: a transaction beyond them would only wait for one. */
+    static final int MAX_THREADS = 256;
+
+    private static final ExecutorService SHARED = threads(MAX_THREADS);
+
+    private final ExecutorService threads;
 
     public PlatformThreadTransactions(PlatformTransactionManager transactionManager) {
+        this(transactionManager, SHARED);
+    }
+
+    PlatformThreadTransactions(PlatformTransactionManager transactionManager, ExecutorService threads) {
         super(transactionManager);
+        this.threads = threads;
     }
 
     private PlatformThreadTransactions(TransactionTemplate template) {
         super(template.getTransactionManager(), template);
+        this.threads = SHARED;
+    }
+
+    /** Up to {@code max} threads, none idle for more than a minute; a task beyond them is refused, not queued. */
+    static ExecutorService threads(int max) {
+        return new ThreadPoolExecutor(
+                0,
+                max,
+                60,
+                TimeUnit.SECONDS,
+                new SynchronousQueue<>(),
+                Thread.ofPlatform().name("settle-tx-", 0).daemon(true).factory());
     }
 
     /** {@code template} itself when it already hands its transactions over, else one that does, with its settings. */
@@ -53,18 +79,23 @@ public class PlatformThreadTransactions extends TransactionTemplate {
         }
         Map<String, String> context = MDC.getCopyOfContextMap();
         Runner runner = new Runner();
-        Future<T> result = THREADS.submit(() -> {
-            runner.start();
-            if (context != null) {
-                MDC.setContextMap(context);
-            }
-            try {
-                return super.execute(action);
-            } finally {
-                MDC.clear();
-                runner.end();
-            }
-        });
+        Future<T> result;
+        try {
+            result = threads.submit(() -> {
+                runner.start();
+                if (context != null) {
+                    MDC.setContextMap(context);
+                }
+                try {
+                    return super.execute(action);
+                } finally {
+                    MDC.clear();
+                    runner.end();
+                }
+            });
+        } catch (RejectedExecutionException full) {
+            return super.execute(action); // every thread busy: on the caller's, as without this class
+        }
         boolean interrupted = false;
         try {
             while (true) {

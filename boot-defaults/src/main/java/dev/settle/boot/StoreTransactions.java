@@ -3,8 +3,6 @@ package dev.settle.boot;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.support.JdbcTransactionManager;
-import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import javax.sql.DataSource;
 
@@ -12,18 +10,12 @@ import javax.sql.DataSource;
  * The transaction manager of every Settle application: Spring's {@link JdbcTransactionManager} over
  * {@link StartTransactionDataSource}, so a transaction costs {@code START TRANSACTION … COMMIT} (two statements)
  * instead of Connector/J's {@code SET autocommit=0 … COMMIT … SET autocommit=1} (three). Statements outside a
- * transaction, and Liquibase, use the pool as it is. The applications' {@link TransactionTemplate} runs each
- * transaction on a platform thread ({@link PlatformThreadTransactions}).
+ * transaction, and Liquibase, use the pool as it is.
  */
 @Configuration(proxyBeanMethods = false)
 public class StoreTransactions {
     @Bean
     JdbcTransactionManager transactionManager(DataSource dataSource) {
         return new JdbcTransactionManager(new StartTransactionDataSource(dataSource));
-    }
-
-    @Bean
-    TransactionTemplate transactionTemplate(PlatformTransactionManager transactionManager) {
-        return new PlatformThreadTransactions(transactionManager);
     }
 }

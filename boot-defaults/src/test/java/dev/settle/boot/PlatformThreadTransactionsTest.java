@@ -136,4 +136,34 @@ class PlatformThreadTransactionsTest {
                 () -> tx.execute(s -> "interrupted: " + Thread.currentThread().isInterrupted()));
         assertEquals("interrupted: false", next);
     }
+
+    @Test
+    void with_every_thread_busy_a_transaction_runs_on_its_callers_thread_instead_of_queueing() throws Exception {
+        Outcomes tm = new Outcomes();
+        TransactionTemplate tx = new PlatformThreadTransactions(tm, PlatformThreadTransactions.threads(2));
+        CountDownLatch busy = new CountDownLatch(2);
+        CountDownLatch release = new CountDownLatch(1);
+        List<Thread> holders = new java.util.ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            holders.add(Thread.ofVirtual()
+                    .start(() -> tx.execute(s -> {
+                        busy.countDown();
+                        try {
+                            return release.await(30, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    })));
+        }
+        assertTrue(busy.await(10, TimeUnit.SECONDS));
+        Boolean third =
+                onVirtualThread(() -> tx.execute(s -> Thread.currentThread().isVirtual()));
+        release.countDown();
+        for (Thread holder : holders) {
+            holder.join(10_000);
+        }
+        assertTrue(third, "the third transaction ran on its caller's virtual thread");
+        assertEquals(List.of("begin on platform", "begin on platform", "begin on virtual"), tm.seen.subList(0, 3));
+        assertEquals(6, tm.seen.size(), tm.seen.toString());
+    }
 }

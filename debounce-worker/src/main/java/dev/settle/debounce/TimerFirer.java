@@ -1,7 +1,6 @@
 package dev.settle.debounce;
 
 import dev.settle.boot.PeriodicTask;
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;
@@ -123,7 +122,7 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
         super("debounce-timer-firer", MAX_BACKOFF);
         this.meters = meters;
         this.jdbc = jdbc;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.kafka = kafka;
         this.settings = settings;
     }

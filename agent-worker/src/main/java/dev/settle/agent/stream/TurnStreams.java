@@ -2,7 +2,6 @@ package dev.settle.agent.stream;
 
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.SessionEvents;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -19,7 +18,7 @@ public class TurnStreams {
 
     public TurnStreams(JdbcTemplate jdbc, PlatformTransactionManager txManager, AgentSettings settings) {
         this.jdbc = jdbc;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
         this.settings = settings.stream();
     }

@@ -5,7 +5,6 @@ import dev.langchain4j.exception.ToolArgumentsException;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.SessionLease;
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.SessionEvents;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,7 +82,7 @@ public class ExactlyOnceToolExecutor {
         this.leases = leases;
         this.catalog = catalog;
         this.executions = executions;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
 

@@ -1,6 +1,5 @@
 package dev.settle.agent.tools;
 
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionRules;
 import dev.settle.schema.SqlErrors;
@@ -163,7 +162,7 @@ public class ToolExecutions {
 
     public ToolExecutions(JdbcTemplate jdbc, PlatformTransactionManager txManager) {
         this.jdbc = jdbc;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
 

@@ -4,7 +4,6 @@ import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.stream.TurnStream;
 import dev.settle.agent.webhook.Outbox;
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.OkPacket;
@@ -136,7 +135,7 @@ public class ReplyCommit {
             AgentSettings settings,
             DebounceTiming timing) {
         this.jdbc = jdbc;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
         this.outbox = outbox;
         this.maxWaitMicros = timing.maxwaitMicros();

@@ -2,7 +2,6 @@ package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
 import dev.settle.agent.webhook.Outbox;
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Component;
@@ -31,7 +30,7 @@ public class TurnFailure {
 
     public TurnFailure(JdbcTemplate jdbc, PlatformTransactionManager txManager, Turns turns, Outbox outbox) {
         this.jdbc = jdbc;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.turns = turns;
         this.outbox = outbox;
     }

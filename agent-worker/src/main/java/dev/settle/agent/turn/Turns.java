@@ -1,7 +1,6 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
@@ -101,7 +100,7 @@ public class Turns {
     public Turns(JdbcTemplate jdbc, PlatformTransactionManager txManager, SessionLease leases) {
         this.jdbc = jdbc;
         this.leases = leases;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     }
 

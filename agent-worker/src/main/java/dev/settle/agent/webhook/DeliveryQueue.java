@@ -1,6 +1,5 @@
 package dev.settle.agent.webhook;
 
-import dev.settle.boot.PlatformThreadTransactions;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.SessionEvents;
 import org.slf4j.Logger;
@@ -182,7 +181,7 @@ public class DeliveryQueue {
 
     public DeliveryQueue(JdbcTemplate jdbc, PlatformTransactionManager txManager, WebhookEndpoints endpoints) {
         this.jdbc = jdbc;
-        this.tx = new PlatformThreadTransactions(txManager);
+        this.tx = new TransactionTemplate(txManager);
         this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
         this.endpoints = endpoints;
     }
