@@ -132,7 +132,7 @@ abstract class AgentContract {
         expireLease(session);
         assertEquals(
                 List.of(session),
-                jdbc.queryForList(OrphanedLeaseScanner.ORPHANS, Long.class).stream()
+                jdbc.queryForList(OrphanedLeaseScanner.ORPHANS, Long.class, 1000).stream()
                         .filter(id -> id == session)
                         .toList(),
                 "an expired lease with work left is an orphan");

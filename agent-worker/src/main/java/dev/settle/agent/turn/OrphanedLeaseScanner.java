@@ -35,7 +35,7 @@ public class OrphanedLeaseScanner extends PeriodicTask {
              WHERE s.oldest_unanswered_at IS NOT NULL
                AND\s""" + SessionRules.LEASE_EXPIRED + " AND " + SessionRules.HAS_WORK + """
 
-             LIMIT 100""";
+             LIMIT ?""";
 
     /** The share of the TTL left below which a lease has missed a renewal (a live one keeps more than 2/3). */
     static final double SUSPECT = 0.6;
@@ -80,9 +80,18 @@ public class OrphanedLeaseScanner extends PeriodicTask {
         return untilDue(micros == null ? null : micros + 1000, interval());
     }
 
+    /**
+     * One look takes over as many orphans as this worker has free turn slots: a dead worker may leave thousands, and
+     * a fixed page would leave the rest to later looks, half a TTL apart.
+     */
     @Override
     protected void tick() {
-        for (long id : jdbc.queryForList(ORPHANS, Long.class)) {
+        int free = slots.available();
+        if (free == 0) {
+            log.info("every turn slot taken; orphaned sessions wait for a later scan");
+            return;
+        }
+        for (long id : jdbc.queryForList(ORPHANS, Long.class, free)) {
             if (!slots.tryAcquire()) {
                 log.info("every turn slot taken; orphaned sessions wait for a later scan");
                 return;
