@@ -105,8 +105,8 @@ public class MessageAcceptance {
     @Autowired
     public MessageAcceptance(JdbcTemplate jdbc, TransactionTemplate tx, IngestSettings settings, MeterRegistry meters) {
         this.jdbc = jdbc;
-        tx = PlatformThreadTransactions.of(tx); // alone and in a batch (AcceptTransactionThreadTest)
-        this.tx = tx;
+        // a message written alone runs on a platform thread (AcceptTransactionThreadTest); a batch on its leader's
+        this.tx = PlatformThreadTransactions.of(tx);
         this.defaultPolicy = settings.policy().defaultPolicy();
         this.limits = settings.limits();
         this.groupCommit = settings.ingest().groupCommit()

@@ -20,8 +20,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 /**
- * An accept's transaction runs on a platform thread, though its request runs on a virtual thread, alone and in a group
- * commit, whatever template it is given ({@link dev.settle.boot.PlatformThreadTransactions}): between two statements a
+ * A message written alone has its transaction run on a platform thread, though its request runs on a virtual thread,
+ * with group commit on or off, whatever template it is given ({@link dev.settle.boot.PlatformThreadTransactions}; a
+ * group commit's batch stays on its leader's thread, docs/PERFORMANCE.md 2026-12-06 night): between two statements a
  * virtual thread waits for one of as many carriers as cores behind every runnable request handler, and the session rows
  * its transaction holds stay locked meanwhile (thread dumps of the chaos overload run, docs/RELIABILITY.md).
  */
