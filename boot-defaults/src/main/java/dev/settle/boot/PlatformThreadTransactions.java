@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
  *   <li>A caller on a platform thread, or already inside a transaction (its connection is bound to its thread), runs
  *       the callback where it is.</li>
  *   <li>The transaction runs to its end, its outcome or failure reaches the caller unchanged; an interrupt of the
- *       waiting caller (a turn whose lease is lost) is passed on to the transaction's thread, as if it ran there.</li>
+ *       waiting caller is passed on to the transaction's thread, as if it ran there.</li>
  *   <li>The caller's logging context (MDC) goes with the callback.</li>
  * </ul>
  * The threads are shared by the JVM's templates, at most {@value #MAX_THREADS}, idle ones end after a minute: the

@@ -82,9 +82,12 @@ class ReplyCostTest {
         // the accept's rows stay locked while a virtual thread waits for a carrier between its statements
         List<String> fromVirtualThreads = byApp.get("ingest-api").stream()
                 .filter(st -> st.inTransaction() && st.virtualThread())
-                .map(st -> st.app() + ": " + st.shape())
+                .map(SqlTrace.Statement::shape)
                 .toList();
-        assertEquals(List.of(), fromVirtualThreads, "statements of transactions sent from virtual threads\n" + report);
+        assertEquals(
+                List.of(),
+                fromVirtualThreads,
+                "ingest-api's statements of transactions sent from virtual threads\n" + report);
     }
 
     /** Posts {@code text} and waits until the session's {@code replies}-th reply was delivered and all is quiet. */

@@ -88,12 +88,12 @@ public class OrphanedLeaseScanner extends PeriodicTask {
     protected void tick() {
         int free = slots.available();
         if (free == 0) {
-            log.info("every turn slot taken; orphaned sessions wait for a later scan");
+            slotsTaken();
             return;
         }
         for (long id : jdbc.queryForList(ORPHANS, Long.class, free)) {
-            if (!slots.tryAcquire()) {
-                log.info("every turn slot taken; orphaned sessions wait for a later scan");
+            if (!slots.tryAcquire()) { // taken by other turns since
+                slotsTaken();
                 return;
             }
             log.info("session {}: lease expired with messages unanswered; taking over", id);
@@ -105,6 +105,10 @@ public class OrphanedLeaseScanner extends PeriodicTask {
                 }
             });
         }
+    }
+
+    private static void slotsTaken() {
+        log.info("every turn slot taken; orphaned sessions wait for a later scan");
     }
 
     @Override
