@@ -24,6 +24,12 @@ final class LocalHttpServer {
         void handle(HttpExchange exchange) throws IOException;
     }
 
+    static {
+        // The JDK's server leaves Nagle's algorithm on unless told otherwise (read once, when its first server starts):
+        // a second small write (an SSE event after the first) then waits for the peer's delayed ACK, up to 40 ms.
+        System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+
     private static final Duration POLL = Duration.ofMillis(5);
     private final HttpServer server;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
