@@ -573,6 +573,29 @@ final class Report {
         o.stages()
                 .forEach((name, s) -> md.append(
                         "| %s | %s ms | %s ms |\n".formatted(name, fmt(Load.ms(s, 50)), fmt(Load.ms(s, 99)))));
+        if (!o.transactions().isEmpty()) {
+            md.append("""
+
+                    The transactions that ran for at least every other reply, by application and first statement: wall
+                    time on the sending thread from `START TRANSACTION`'s answer to `COMMIT`'s (round trips, the
+                    thread's waits for a carrier between them, and for the firer's fire the broker's acks, which it
+                    awaits before its `DELETE`); statements counted with `START TRANSACTION` and `COMMIT`; writes that commit alone
+                    are not in it.
+
+                    | application | transaction (first statement) | count | statements | p50 | p90 | p99 |
+                    |---|---|---|---|---|---|---|
+                    """);
+            o.transactions()
+                    .forEach(t -> md.append("| %s | `%s…` | %d | %d | %s ms | %s ms | %s ms |\n"
+                            .formatted(
+                                    t.app(),
+                                    t.first(),
+                                    t.count(),
+                                    t.statements(),
+                                    fmt(Load.ms(t.micros(), 50)),
+                                    fmt(Load.ms(t.micros(), 90)),
+                                    fmt(Load.ms(t.micros(), 99)))));
+        }
         Map<String, Histogram> curves = new LinkedHashMap<>();
         curves.put("overhead", h);
         o.stages().forEach((name, s) -> curves.put(name.replaceAll(" \\(.*", ""), s));

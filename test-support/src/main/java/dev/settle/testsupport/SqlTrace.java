@@ -33,9 +33,18 @@ public final class SqlTrace extends WatchingInterceptor {
      * @param autocommit whether the statement committed on its own (autocommit mode, no transaction open after it)
      * @param rows rows returned by a query, or rows affected by a write
      * @param virtualThread whether a virtual thread sent it
+     * @param threadId the sending thread's id (virtual threads have no name)
+     * @param atNanos when its answer came back ({@link System#nanoTime()})
      */
     public record Statement(
-            String app, String thread, long atNanos, String sql, boolean autocommit, long rows, boolean virtualThread) {
+            String app,
+            String thread,
+            long atNanos,
+            String sql,
+            boolean autocommit,
+            long rows,
+            boolean virtualThread,
+            long threadId) {
         public boolean isCommit() {
             return sql.equalsIgnoreCase("commit");
         }
@@ -161,7 +170,8 @@ public final class SqlTrace extends WatchingInterceptor {
                 text == null ? "" : text,
                 autocommit,
                 rows,
-                sender.isVirtual()));
+                sender.isVirtual(),
+                sender.threadId()));
         return null;
     }
 }
