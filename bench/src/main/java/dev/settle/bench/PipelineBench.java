@@ -9,8 +9,11 @@ import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
@@ -133,10 +136,10 @@ final class PipelineBench {
      * {@code min} times), in the order of their count.
      */
     static List<TxTime> transactionTimes(List<SqlTrace.Statement> all, int min) {
-        Map<Long, List<SqlTrace.Statement>> open = new java.util.HashMap<>();
+        Map<Long, List<SqlTrace.Statement>> open = new HashMap<>();
         Map<String, List<List<SqlTrace.Statement>>> kinds = new LinkedHashMap<>();
         for (SqlTrace.Statement st : all) {
-            String verb = st.sql().strip().toUpperCase(java.util.Locale.ROOT);
+            String verb = st.sql().strip().toUpperCase(Locale.ROOT);
             if (verb.startsWith("START TRANSACTION")) {
                 open.put(st.threadId(), new ArrayList<>(List.of(st)));
             } else if (open.containsKey(st.threadId())) {
@@ -167,7 +170,7 @@ final class PipelineBench {
                     (int) Math.round(txs.stream().mapToInt(List::size).average().orElse(0));
             out.add(new TxTime(k[0], k[1], txs.size(), statements, h));
         });
-        out.sort(java.util.Comparator.comparingInt(TxTime::count).reversed());
+        out.sort(Comparator.comparingInt(TxTime::count).reversed());
         return out;
     }
 
