@@ -114,14 +114,7 @@ final class PipelineBench {
         model.latency(Model.Latency.parse("fixed:100"));
         try {
             Load.paced(o.overheadRate(), n, i -> Load.post(base, "ovw-" + i, "sid=ovw-" + i + " lunch 35"));
-            await(Duration.ofSeconds(30), () -> {
-                for (int i = 0; i < n; i++) {
-                    if (hooks.covering("ovw-" + i, 1) == null) {
-                        return false;
-                    }
-                }
-                return true;
-            });
+            await(Duration.ofSeconds(30), () -> allAnswered(hooks, "ovw-", n));
             // each attempt is recorded after its webhook was answered: none of those statements may be counted
             await(Duration.ofSeconds(10), () -> n == jdbc.queryForObject("""
                     SELECT COUNT(*) FROM webhook_delivery d JOIN chat_session s ON s.id = d.session_id
@@ -191,14 +184,7 @@ final class PipelineBench {
             sent[(int) i] = System.nanoTime();
             Load.post(base, sid, "sid=" + sid + " lunch 35");
         });
-        await(Duration.ofSeconds(40), () -> {
-            for (int i = 0; i < n; i++) {
-                if (hooks.covering("ovh-" + i, 1) == null) {
-                    return false;
-                }
-            }
-            return true;
-        });
+        await(Duration.ofSeconds(40), () -> allAnswered(hooks, "ovh-", n));
         IngestBench.Cpu cpu = IngestBench.cpu(infra, cpu0);
         long statements = Infra.questions(jdbc) - q0;
         // the last replies' own statements (delivery recorded, lease released) end after their webhooks: until the
@@ -299,6 +285,16 @@ final class PipelineBench {
     }
 
     private record Row(long accepted, long started, long ended) {}
+
+    /** Whether sessions {@code prefix}0 … {@code prefix}(n − 1) each have a reply covering their first message. */
+    private static boolean allAnswered(Hooks hooks, String prefix, int n) {
+        for (int i = 0; i < n; i++) {
+            if (hooks.covering(prefix + i, 1) == null) {
+                return false;
+            }
+        }
+        return true;
+    }
 
     static long toNanos(Instant i) {
         return i.getEpochSecond() * 1_000_000_000L + i.getNano();
