@@ -8,11 +8,6 @@ public final class SqlErrors {
 
     /** @return true when {@code e} or one of its causes is an {@link SQLException} with the server's error {@code code} */
     public static boolean has(Throwable e, int code) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof SQLException sql && sql.getErrorCode() == code) {
-                return true;
-            }
-        }
-        return false;
+        return Causes.first(e, t -> t instanceof SQLException sql && sql.getErrorCode() == code) != null;
     }
 }

@@ -18,6 +18,7 @@ import dev.langchain4j.model.output.TokenUsage;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.TurnControl;
+import dev.settle.schema.Causes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
@@ -124,12 +125,15 @@ public class ModelStream {
     record Retry(String refusal, Duration after) {}
 
     Retry retry(Throwable failure) {
-        HttpException http = cause(failure, HttpException.class);
+        HttpException http = Causes.first(failure, HttpException.class);
         if (http == null) {
-            boolean transport = cause(failure, java.io.IOException.class) != null
-                    || cause(failure, java.util.concurrent.TimeoutException.class) != null
-                    || cause(failure, dev.langchain4j.exception.TimeoutException.class) != null
-                    || cause(failure, java.nio.channels.UnresolvedAddressException.class) != null;
+            boolean transport = Causes.first(
+                            failure,
+                            t -> t instanceof java.io.IOException
+                                    || t instanceof java.util.concurrent.TimeoutException
+                                    || t instanceof dev.langchain4j.exception.TimeoutException
+                                    || t instanceof java.nio.channels.UnresolvedAddressException)
+                    != null;
             return transport ? new Retry(null, null) : new Retry("model call failed: " + describe(failure), null);
         }
         int status = http.statusCode();
@@ -187,17 +191,8 @@ public class ModelStream {
     }
 
     private static String describe(Throwable failure) {
-        HttpException http = cause(failure, HttpException.class);
+        HttpException http = Causes.first(failure, HttpException.class);
         return http != null ? "HTTP " + http.statusCode() + ": " + serverMessage(http) : String.valueOf(failure);
-    }
-
-    private static <T extends Throwable> T cause(Throwable failure, Class<T> type) {
-        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (type.isInstance(t)) {
-                return type.cast(t);
-            }
-        }
-        return null;
     }
 
     private Result once(

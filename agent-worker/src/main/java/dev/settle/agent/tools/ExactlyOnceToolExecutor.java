@@ -5,6 +5,7 @@ import dev.langchain4j.exception.ToolArgumentsException;
 import dev.settle.agent.AgentSettings;
 import dev.settle.agent.lease.LeaseLostException;
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.schema.Causes;
 import dev.settle.schema.SessionEvents;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -332,19 +333,12 @@ public class ExactlyOnceToolExecutor {
     }
 
     static boolean refusal(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof IllegalArgumentException || t instanceof ToolArgumentsException) {
-                return true;
-            }
-        }
-        return false;
+        return Causes.first(e, t -> t instanceof IllegalArgumentException || t instanceof ToolArgumentsException)
+                != null;
     }
 
     private static String rootMessage(Throwable e) {
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
+        Throwable root = Causes.root(e);
         return root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
     }
 
