@@ -6,6 +6,7 @@ import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -103,7 +104,37 @@ final class EndToEndBench {
             long answeredAll,
             long failedReplies,
             long preparedHeld,
-            long maxPrepared) {
+            long maxPrepared,
+            Instant windowFrom,
+            Instant windowTo,
+            Profiler.Profile profile) {
+        Result withProfile(Profiler.Profile p) {
+            return new Result(
+                    offered,
+                    capacity,
+                    answered,
+                    seconds,
+                    shares,
+                    statementsPerAnswer,
+                    machineCores,
+                    otherCores,
+                    windowCapacity,
+                    acceptedInWindow,
+                    warmAnswers,
+                    unansweredAtRest,
+                    cores,
+                    load,
+                    sent,
+                    refused,
+                    answeredAll,
+                    failedReplies,
+                    preparedHeld,
+                    maxPrepared,
+                    windowFrom,
+                    windowTo,
+                    p);
+        }
+
         double answeredRate() {
             return answered / seconds;
         }
@@ -144,7 +175,10 @@ final class EndToEndBench {
             // the per-tenant request rate (100/s by default) is a policy, not a capacity, as in every scenario
             env.put("SETTLE_LIMITS_RATE", "0");
             Bench.log("end to end: starting the quickstart's jar (broker on port " + kafka.port + ")");
-            try (QuickstartProcess settle = new QuickstartProcess(data, env, o.extra())) {
+            // the quickstart's JVM is recorded from its start; its profile counts the measured window's samples only
+            Path jfr = o.profile() ? o.jfrDir().resolve(PROFILE + ".jfr") : null;
+            Result result;
+            try (QuickstartProcess settle = new QuickstartProcess(data, env, o.extra(), jfr)) {
                 JdbcTemplate jdbc = new JdbcTemplate(new DriverManagerDataSource(jdbcUrl, "root", ""));
                 Map<String, LongSupplier> settles = new LinkedHashMap<>();
                 settles.put("quickstart JVM (ingest-api, debounce-worker, agent-worker)", settle.process::pid);
@@ -154,10 +188,18 @@ final class EndToEndBench {
                         "bench JVM (load generator, model double, webhook receiver)",
                         () -> ProcessHandle.current().pid());
                 Driver driver = new Driver(settle.base(), hooks);
-                return measure(ph, driver, hooks, jdbc, settles, others);
+                result = measure(ph, driver, hooks, jdbc, settles, others);
             }
+            // the recording is written as the quickstart exits
+            if (jfr != null && Files.isRegularFile(jfr)) {
+                result = result.withProfile(Profiler.summarize(PROFILE, jfr, result.windowFrom(), result.windowTo()));
+            }
+            return result;
         }
     }
+
+    /** The name of the quickstart JVM's recording and profile. */
+    static final String PROFILE = "endtoend-quickstart";
 
     /** The system property that fixes the measured rate (messages/s) instead of probing for it. */
     static final String FIXED_RATE = "settle.bench.endtoend-rate";
@@ -206,9 +248,11 @@ final class EndToEndBench {
 
         driver.settle(rate, ph.settle(), ph.maxSettle());
         String loadBefore = Bench.loadAverage();
+        Instant windowFrom = Instant.now();
         Window window = Window.open(all, hooks, jdbc, driver);
         driver.run(rate, ph.measure());
         Window.Closed w = window.close();
+        Instant windowTo = Instant.now();
         long preparedHeld =
                 jdbc.query("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'", rs -> rs.next() ? rs.getLong(2) : -1L);
         String load = loadBefore + " before, " + Bench.loadAverage() + " after";
@@ -251,7 +295,10 @@ final class EndToEndBench {
                 hooks.distinct(Hooks.REPLY),
                 hooks.distinct("reply.failed"),
                 preparedHeld,
-                jdbc.queryForObject("SELECT @@GLOBAL.max_prepared_stmt_count", Long.class));
+                jdbc.queryForObject("SELECT @@GLOBAL.max_prepared_stmt_count", Long.class),
+                windowFrom,
+                windowTo,
+                null);
         Bench.log("end to end: " + w.answered() + " answered in " + IngestBench.fmt(w.seconds()) + " s ("
                 + IngestBench.fmt(result.answeredRate()) + "/s of " + rate
                 + "/s offered); Settle's CPU ms per answered "

@@ -65,6 +65,11 @@ final class Profiler {
 
     /** Only the samples taken from {@code since} on (a recording that began with the JVM leaves out its start). */
     static Profile summarize(String name, Path file, Instant since) {
+        return summarize(name, file, since, Instant.MAX);
+    }
+
+    /** Only the samples taken from {@code since} to {@code until} (one measured window of a longer recording). */
+    static Profile summarize(String name, Path file, Instant since, Instant until) {
         Map<String, Long> top = new HashMap<>();
         Map<String, Long> settle = new HashMap<>();
         Map<String, Long> packages = new HashMap<>();
@@ -72,7 +77,8 @@ final class Profiler {
         try {
             for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
                 if (!"jdk.ExecutionSample".equals(e.getEventType().getName())
-                        || e.getStartTime().isBefore(since)) {
+                        || e.getStartTime().isBefore(since)
+                        || e.getStartTime().isAfter(until)) {
                     continue;
                 }
                 RecordedStackTrace st = e.getStackTrace();
@@ -136,12 +142,14 @@ final class Profiler {
             "com.mysql",
             "com.zaxxer.hikari",
             "org.apache.kafka",
+            "org.apache.hc",
             "org.apache.catalina",
             "org.apache.coyote",
             "org.apache.tomcat",
             "org.springframework.kafka",
             "org.springframework.jdbc",
             "org.springframework.web",
+            "org.springframework.security",
             "org.springframework",
             "tools.jackson",
             "dev.langchain4j",

@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
  * The quickstart as its README runs it, {@code java -jar settle-quickstart.jar} with the JVM's default flags, in a
  * process of its own: ingest-api, debounce-worker and agent-worker in one JVM ({@code SettleLauncher}), configured
  * only through the quickstart's environment variables, on free ports. Ready once it prints its banner; its console
- * lines at WARN and above are echoed. Stopped as a user stops it: SIGTERM, its shutdown hook.
+ * lines at WARN and above are echoed. Stopped as a user stops it: SIGTERM, its shutdown hook. With a recording file,
+ * the JVM runs under the Flight Recorder (settings {@code profile}) from its start and writes the file as it exits.
  */
 final class QuickstartProcess implements AutoCloseable {
     private static final String BANNER = "Settle is running at";
@@ -27,8 +28,10 @@ final class QuickstartProcess implements AutoCloseable {
     /**
      * @param env the quickstart's variables (database, broker, model, webhook, …) over the free ports chosen here
      * @param properties system properties (the bench's {@code --set}), which override the environment
+     * @param jfr        the Flight Recorder's file, or null to run without it
      */
-    QuickstartProcess(Path dataDir, Map<String, String> env, Map<String, Object> properties) throws Exception {
+    QuickstartProcess(Path dataDir, Map<String, String> env, Map<String, Object> properties, Path jfr)
+            throws Exception {
         Path jar = jar();
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException(
@@ -37,6 +40,10 @@ final class QuickstartProcess implements AutoCloseable {
         port = FreePort.find();
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        if (jfr != null) {
+            cmd.add("-XX:FlightRecorderOptions:stackdepth=256");
+            cmd.add("-XX:StartFlightRecording=filename=" + jfr.toAbsolutePath() + ",settings=profile,dumponexit=true");
+        }
         properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.add("-jar");
         cmd.add(jar.toString());

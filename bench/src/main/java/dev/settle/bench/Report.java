@@ -979,6 +979,9 @@ final class Report {
         if (run.inflight != null) {
             all.add(run.inflight.profile());
         }
+        if (run.endToEnd != null) {
+            all.add(run.endToEnd.profile());
+        }
         all.removeIf(java.util.Objects::isNull);
         if (all.isEmpty()) {
             return;
@@ -987,7 +990,10 @@ final class Report {
         md.append("The MariaDB server is a separate process and does not appear here; its CPU is in the tables above. "
                 + "Recordings are kept in `bench/target/jfr/` (`jfr print --events jdk.ExecutionSample FILE`); "
                 + "agent-inflight's recording begins with the worker's JVM, and its summary counts only the samples "
-                + "after the warm-up.\n\n");
+                + "after the warm-up; " + EndToEndBench.PROFILE + "'s is the quickstart's JVM (ingest-api, "
+                + "debounce-worker and agent-worker), and its summary counts only the measured window's samples. "
+                + "*By area*: the innermost frame outside the JDK on the sampled stack (the library at work); "
+                + "*hottest Settle frames*: the innermost frame of Settle's code (what called into that library).\n\n");
         for (Profiler.Profile p : all) {
             md.append("**").append(p.name()).append("** — ").append(p.samples()).append(" samples. By area: ");
             md.append(share(p.byPackage(), p.samples()))
