@@ -1021,7 +1021,8 @@ final class Report {
                 ms <= 5.0);
         md.append("## 8. End to end, the quickstart's stack\n\n");
         md.append("""
-                The quickstart's own jar (`java -jar settle-quickstart.jar`, default JVM flags, configured only by its
+                The quickstart's own jar (`java -jar settle-quickstart.jar`, default JVM flags but the Flight Recorder's
+                when the run profiles, configured only by its
                 environment variables: `SPRING_DATASOURCE_URL`, `SPRING_KAFKA_BOOTSTRAP_SERVERS`, `SETTLE_LLM_URL`,
                 `SETTLE_WEBHOOK_URL`, `SETTLE_WEBHOOK_SECRET`, `SETTLE_API_KEY`, `SETTLE_LIMITS_RATE=0`; every other
                 setting at the quickstart's defaults, its log file at INFO) runs ingest-api, debounce-worker and
