@@ -1,12 +1,7 @@
 package dev.settle.schema;
 
 import org.springframework.dao.DataIntegrityViolationException;
-import org.springframework.jdbc.core.ArgumentPreparedStatementSetter;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.GeneratedKeyHolder;
-
-import java.sql.PreparedStatement;
-import java.sql.Statement;
 
 /**
  * A conditional insert into a table with an {@code AUTO_INCREMENT} key is a single-row {@code INSERT ... VALUES} whose
@@ -44,22 +39,14 @@ public final class GuardedInsert {
      *     (a duplicate key among them) is thrown
      */
     public static Long insert(JdbcTemplate jdbc, String sql, Object... args) {
-        GeneratedKeyHolder keys = new GeneratedKeyHolder();
         try {
-            jdbc.update(
-                    c -> {
-                        PreparedStatement ps = c.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS);
-                        new ArgumentPreparedStatementSetter(args).setValues(ps);
-                        return ps;
-                    },
-                    keys);
+            return OkPacket.insert(jdbc, sql, args);
         } catch (DataIntegrityViolationException e) {
             if (refused(e)) {
                 return null;
             }
             throw e;
         }
-        return keys.getKey().longValue();
     }
 
     /** @return true when {@code e} is a guarded insert's refusal: its condition did not hold, nothing was inserted */

@@ -2,14 +2,12 @@ package dev.settle.agent.webhook;
 
 import dev.settle.agent.AgentSettings;
 import dev.settle.schema.DbTime;
+import dev.settle.schema.OkPacket;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Component;
 import tools.jackson.databind.json.JsonMapper;
 
-import java.sql.PreparedStatement;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
@@ -159,22 +157,8 @@ public class Outbox {
             return null;
         }
         String token = UUID.randomUUID().toString();
-        GeneratedKeyHolder keys = new GeneratedKeyHolder();
-        jdbc.update(
-                c -> {
-                    PreparedStatement ps = c.prepareStatement(INSERT_CLAIMED, Statement.RETURN_GENERATED_KEYS);
-                    ps.setString(1, webhookId);
-                    ps.setLong(2, sessionId);
-                    ps.setString(3, type);
-                    ps.setString(4, url);
-                    ps.setString(5, payload);
-                    ps.setLong(6, 0);
-                    ps.setString(7, token);
-                    ps.setLong(8, claimFor.toNanos() / 1000);
-                    return ps;
-                },
-                keys);
-        long deliveryId = keys.getKey().longValue();
+        long deliveryId = OkPacket.insert(
+                jdbc, INSERT_CLAIMED, webhookId, sessionId, type, url, payload, 0L, token, claimFor.toNanos() / 1000);
         jdbc.update(DeliveryQueue.OPEN_ATTEMPT, deliveryId, 1);
         return new DeliveryQueue.Claim(
                 deliveryId,
