@@ -107,32 +107,15 @@ final class EndToEndBench {
             long maxPrepared,
             Instant windowFrom,
             Instant windowTo,
-            Profiler.Profile profile) {
-        Result withProfile(Profiler.Profile p) {
-            return new Result(
-                    offered,
-                    capacity,
-                    answered,
-                    seconds,
-                    shares,
-                    statementsPerAnswer,
-                    machineCores,
-                    otherCores,
-                    windowCapacity,
-                    acceptedInWindow,
-                    warmAnswers,
-                    unansweredAtRest,
-                    cores,
-                    load,
-                    sent,
-                    refused,
-                    answeredAll,
-                    failedReplies,
-                    preparedHeld,
-                    maxPrepared,
-                    windowFrom,
-                    windowTo,
-                    p);
+            Path recording) {
+        /**
+         * The quickstart JVM's CPU samples over the measured window, or null when the run did not record it (its
+         * recording is written as the quickstart exits, so this is read after the stage).
+         */
+        Profiler.Profile profile() {
+            return recording == null || !Files.isRegularFile(recording)
+                    ? null
+                    : Profiler.summarize(PROFILE, recording, windowFrom, windowTo);
         }
 
         double answeredRate() {
@@ -177,7 +160,6 @@ final class EndToEndBench {
             Bench.log("end to end: starting the quickstart's jar (broker on port " + kafka.port + ")");
             // the quickstart's JVM is recorded from its start; its profile counts the measured window's samples only
             Path jfr = o.profile() ? o.jfrDir().resolve(PROFILE + ".jfr") : null;
-            Result result;
             try (QuickstartProcess settle = new QuickstartProcess(data, env, o.extra(), jfr)) {
                 JdbcTemplate jdbc = new JdbcTemplate(new DriverManagerDataSource(jdbcUrl, "root", ""));
                 Map<String, LongSupplier> settles = new LinkedHashMap<>();
@@ -188,13 +170,8 @@ final class EndToEndBench {
                         "bench JVM (load generator, model double, webhook receiver)",
                         () -> ProcessHandle.current().pid());
                 Driver driver = new Driver(settle.base(), hooks);
-                result = measure(ph, driver, hooks, jdbc, settles, others);
+                return measure(ph, driver, hooks, jdbc, settles, others, jfr);
             }
-            // the recording is written as the quickstart exits
-            if (jfr != null && Files.isRegularFile(jfr)) {
-                result = result.withProfile(Profiler.summarize(PROFILE, jfr, result.windowFrom(), result.windowTo()));
-            }
-            return result;
         }
     }
 
@@ -210,7 +187,8 @@ final class EndToEndBench {
             Hooks hooks,
             JdbcTemplate jdbc,
             Map<String, LongSupplier> settles,
-            Map<String, LongSupplier> others)
+            Map<String, LongSupplier> others,
+            Path recording)
             throws Exception {
         Map<String, LongSupplier> all = new LinkedHashMap<>(settles);
         all.putAll(others);
@@ -298,7 +276,7 @@ final class EndToEndBench {
                 jdbc.queryForObject("SELECT @@GLOBAL.max_prepared_stmt_count", Long.class),
                 windowFrom,
                 windowTo,
-                null);
+                recording);
         Bench.log("end to end: " + w.answered() + " answered in " + IngestBench.fmt(w.seconds()) + " s ("
                 + IngestBench.fmt(result.answeredRate()) + "/s of " + rate
                 + "/s offered); Settle's CPU ms per answered "
