@@ -14,8 +14,9 @@ import org.springframework.stereotype.Component;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Arms the session's timer for every MessageAccepted, and holds it for every {@link TypingSignal} (the records of
- * the topic whose header {@link Topics#EVENT_TYPE} says {@value TypingSignal#TYPE}). A malformed event is logged
+ * Arms the session's timer for every MessageAccepted (then applies a typing signal that overtook it,
+ * {@link TypingHolds#armed}), and holds it for every {@link TypingSignal} (the records of the topic whose header
+ * {@link Topics#EVENT_TYPE} says {@value TypingSignal#TYPE}). A malformed event is logged
  * and skipped, never retried: it must not block the partition, and the sweeper answers the session anyway. Database
  * errors propagate so the container's error handler retries the record.
  */
@@ -39,8 +40,8 @@ public class MessageAcceptedListener {
             return;
         }
         MessageAccepted event = decode(record);
-        if (event != null) {
-            timers.arm(event);
+        if (event != null && timers.arm(event)) {
+            holds.armed(event);
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.settle.debounce;
 
+import dev.settle.contracts.MessageAccepted;
 import dev.settle.contracts.TypingSignal;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.DebounceTiming;
@@ -14,7 +15,9 @@ import org.springframework.stereotype.Component;
  * {@link #HOLD} sets {@code held_until} and {@code fire_at = LEAST(GREATEST(window_fire_at, held_until), deadline_at)},
  * where {@code window_fire_at} is what the messages alone give. It is one UPDATE of the timer row, never an
  * INSERT: a session with no timer (nothing unanswered, or its turn already fired) gets nothing from a signal. A
- * row that {@link TimerFirer} holds locked while it publishes makes the UPDATE wait, then find the row gone.
+ * row that {@link TimerFirer} holds locked while it publishes makes the UPDATE wait, then find the row gone. A
+ * signal that found no row is kept for a moment ({@link EarlySignals}): it may have overtaken the
+ * {@code MessageAccepted} of the message it follows, and {@link #armed} applies it once that message armed the timer.
  *
  * <p>Order between signals and messages is judged on the database clock, not on arrival, so reordered events
  * leave the same row:
@@ -60,14 +63,39 @@ public class TypingHolds {
 
     private final JdbcClient jdbc;
     private final DebounceSettings settings;
+    private final EarlySignals early;
 
     public TypingHolds(JdbcClient jdbc, DebounceSettings settings) {
         this.jdbc = jdbc;
         this.settings = settings;
+        this.early = new EarlySignals(settings.typinghold());
     }
 
-    /** @return whether the signal held the session's timer (false: no timer, a stale signal, or due at deadline) */
+    /**
+     * Holds the session's timer; a signal that finds no row to update is kept for {@link #armed}.
+     *
+     * @return whether the signal held the session's timer (false: no timer, a stale signal, or due at deadline)
+     */
     public boolean hold(TypingSignal signal) {
+        if (update(signal)) {
+            return true;
+        }
+        early.keep(signal);
+        return false;
+    }
+
+    /**
+     * After {@code message} armed its session's timer: applies a signal that arrived before it and found no timer,
+     * if one is kept (the staleness rule of {@link #HOLD} judges it against the message).
+     *
+     * @return whether a kept signal held the timer
+     */
+    public boolean armed(MessageAccepted message) {
+        TypingSignal kept = early.take(message.sessionId());
+        return kept != null && update(kept);
+    }
+
+    private boolean update(TypingSignal signal) {
         return jdbc.sql(HOLD)
                         .param("sessionId", signal.sessionId())
                         .param("signalAt", DbTime.utc(signal.signalAt()))

@@ -1,16 +1,20 @@
 package dev.settle.debounce;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.MessageAccepted;
+import dev.settle.contracts.Topics;
 import dev.settle.contracts.TypingSignal;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.schema.SessionRules;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -166,6 +170,39 @@ class TypingHoldsTest {
         assertThat(held(s))
                 .isEqualTo(before)
                 .contains(new Held(T.plus(ms(3500)), T.plus(ms(3500)), null, null, "window"));
+    }
+
+    /**
+     * The signal was read after the message committed, but reached the partition before the message's
+     * MessageAccepted (queued later by the accepting request, or by another ingest instance): it holds once the
+     * message arms the timer, as it would have in order.
+     */
+    @Test
+    void a_signal_that_overtook_its_message_holds_once_the_message_arms() {
+        long s = unanswered(1);
+        long stale = unanswered(1);
+        MessageAcceptedListener listener = new MessageAcceptedListener(timers, holds);
+
+        listener.onMessage(record(new TypingSignal(s, T.plus(ms(500)))));
+        listener.onMessage(record(new TypingSignal(stale, T.minus(ms(1)))));
+        listener.onMessage(record(EventCodec.encode(new MessageAccepted(s, 1, T, T))));
+        listener.onMessage(record(EventCodec.encode(new MessageAccepted(stale, 1, T, T))));
+
+        assertThat(held(s))
+                .contains(new Held(T.plus(ms(3500)), T.plus(WINDOW), T.plus(ms(3500)), T.plus(ms(500)), "typing"));
+        assertThat(held(stale))
+                .as("a signal from before the message is stale however it arrives")
+                .contains(new Held(T.plus(WINDOW), null, null, null, "window"));
+    }
+
+    private static ConsumerRecord<String, String> record(TypingSignal signal) {
+        ConsumerRecord<String, String> r = record(EventCodec.encode(signal));
+        r.headers().add(Topics.EVENT_TYPE, TypingSignal.TYPE.getBytes(StandardCharsets.UTF_8));
+        return r;
+    }
+
+    private static ConsumerRecord<String, String> record(String value) {
+        return new ConsumerRecord<>(Topics.MESSAGE_ACCEPTED, 0, 0, "key", value);
     }
 
     @Test
