@@ -3,6 +3,7 @@ package dev.settle.e2e;
 import dev.settle.contracts.EventCodec;
 import dev.settle.contracts.SessionReady;
 import dev.settle.contracts.Topics;
+import dev.settle.schema.DbTime;
 import dev.settle.testsupport.KafkaBrokerProcess;
 import dev.settle.testsupport.WebhookReceiver;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -36,8 +37,12 @@ import java.util.function.Supplier;
  * an agent freeze ({@link #slowPostsDuringOutages}): the API promises its 202 at once, whatever Kafka does.
  */
 final class ChaosFaults implements AutoCloseable {
-    /** A kill of an agent process: when, and which leases it held. */
-    record Kill(Instant at, Map<Long, String> leases) {}
+    /**
+     * A kill of an agent process: when, which leases were held then (session → token, of every instance), and when
+     * each lease still held right after the kill expires (session → lease_expires_at, database clock): a takeover's
+     * delay splits into the wait for the expiry and what came after it.
+     */
+    record Kill(Instant at, Map<Long, String> leases, Map<Long, Instant> expiries) {}
 
     /**
      * A broker restart: how long it was kept down before the restart began, when it answered again and when
@@ -167,8 +172,16 @@ final class ChaosFaults implements AutoCloseable {
             leases.put(rs.getLong(1), rs.getString(2));
         });
         victim.kill();
+        Instant at = Instant.now();
+        Map<Long, Instant> expiries = new ConcurrentHashMap<>();
+        settle.jdbc.query(
+                "SELECT id, lease_token, lease_expires_at FROM chat_session WHERE lease_token IS NOT NULL", rs -> {
+                    if (rs.getString(2).equals(leases.get(rs.getLong(1)))) {
+                        expiries.put(rs.getLong(1), DbTime.instant(rs, "lease_expires_at"));
+                    }
+                });
         synchronized (kills) {
-            kills.add(new Kill(Instant.now(), leases));
+            kills.add(new Kill(at, leases, expiries));
         }
         count("agent killed (SIGKILL)");
         hits[slot][0]++;

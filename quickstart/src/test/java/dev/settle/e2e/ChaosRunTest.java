@@ -292,6 +292,15 @@ class ChaosRunTest {
                 .append(" / ")
                 .append(HistoryChecker.percentile(checker.takeoverMillis, 0.99))
                 .append(" |\n");
+        sb.append("| takeover split: kill → lease expiry p50 / p99; expiry → next turn p50 / p99 (ms) | ")
+                .append(HistoryChecker.percentile(checker.untilExpiryMillis, 0.5))
+                .append(" / ")
+                .append(HistoryChecker.percentile(checker.untilExpiryMillis, 0.99))
+                .append("; ")
+                .append(HistoryChecker.percentile(checker.afterExpiryMillis, 0.5))
+                .append(" / ")
+                .append(HistoryChecker.percentile(checker.afterExpiryMillis, 0.99))
+                .append(" |\n");
         synchronized (faults.brokerRestarts) {
             for (ChaosFaults.BrokerRestart r : faults.brokerRestarts) {
                 sb.append(

@@ -4,6 +4,7 @@ import dev.settle.testsupport.WebhookReceiver;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -22,6 +23,10 @@ final class HistoryChecker {
     private final Duration ttl;
     final List<String> violations = new ArrayList<>();
     final List<Long> takeoverMillis = new ArrayList<>();
+    /** Of the takeovers measured: from the kill to the lease's expiry, and from the expiry to the next turn. */
+    final List<Long> untilExpiryMillis = new ArrayList<>();
+
+    final List<Long> afterExpiryMillis = new ArrayList<>();
 
     HistoryChecker(JdbcTemplate jdbc, Duration maxWait, Duration ttl) {
         this.jdbc = jdbc;
@@ -232,6 +237,12 @@ final class HistoryChecker {
                 long ms = Duration.between(kill.at(), next.toInstant(java.time.ZoneOffset.UTC))
                         .toMillis();
                 takeoverMillis.add(ms);
+                Instant expiry = kill.expiries().get(lease.getKey());
+                if (expiry != null) {
+                    untilExpiryMillis.add(Duration.between(kill.at(), expiry).toMillis());
+                    afterExpiryMillis.add(Duration.between(expiry, next.toInstant(java.time.ZoneOffset.UTC))
+                            .toMillis());
+                }
                 if (ms > ttl.plusSeconds(2).toMillis()) {
                     violations.add("session " + lease.getKey() + ": taken over " + ms
                             + " ms after the kill (limit TTL + 2 s)");
