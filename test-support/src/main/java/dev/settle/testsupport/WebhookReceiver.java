@@ -147,6 +147,17 @@ public final class WebhookReceiver implements AutoCloseable {
                 .until(() -> deliveries().size() >= n);
     }
 
+    /**
+     * Waits until every delivery so far has its answer recorded (none {@link #PENDING}): the status is recorded after
+     * the answer was written, so a sender can read its answer before {@link #deliveries()} shows it.
+     */
+    public void awaitAnswered(Duration timeout) {
+        await("every webhook delivery's answer recorded")
+                .atMost(timeout)
+                .pollInterval(POLL)
+                .until(() -> deliveries().stream().noneMatch(d -> d.status() == PENDING));
+    }
+
     /** Waits until {@code n} deliveries were answered 2xx; fails after {@code timeout}. */
     public void awaitAcknowledged(int n, Duration timeout) {
         await(n + " acknowledged webhook deliveries")

@@ -52,6 +52,7 @@ class WebhookReceiverTest {
                         .POST(HttpRequest.BodyPublishers.ofString(body))
                         .build(),
                 HttpResponse.BodyHandlers.ofString());
+        receiver.awaitAnswered(Duration.ofSeconds(5));
         return response.statusCode();
     }
 

@@ -29,6 +29,7 @@ class WebhookWakeTest {
             long id = node.enqueue(session, "wake-retry", receiver.url(), "retried");
             committed(node, session);
             awaitDelivered(node, id);
+            receiver.awaitAnswered(Duration.ofSeconds(5));
             List<WebhookReceiver.Delivery> all = receiver.deliveries();
             assertEquals(
                     List.of(500, 200),
