@@ -33,19 +33,24 @@ final class EarlySignals {
         this.holdNanos = hold.toNanos();
     }
 
-    /** Keeps a signal that held nothing. */
-    void keep(TypingSignal signal) {
+    /**
+     * Keeps a signal that held nothing.
+     *
+     * @return false when it was not kept: full of unexpired signals
+     */
+    boolean keep(TypingSignal signal) {
         long now = System.nanoTime();
         if (kept.size() >= CAPACITY) {
             kept.values().removeIf(k -> k.expiresNanos() - now <= 0);
             if (kept.size() >= CAPACITY) {
-                return;
+                return false;
             }
         }
         kept.merge(
                 signal.sessionId(),
                 new Kept(signal.signalAt(), now + holdNanos),
                 (old, next) -> old.signalAt().isAfter(next.signalAt()) ? old : next);
+        return true;
     }
 
     /** The kept, unexpired signal of the session, removed; null when there is none. */

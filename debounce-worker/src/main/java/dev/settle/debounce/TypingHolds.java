@@ -4,6 +4,7 @@ import dev.settle.contracts.MessageAccepted;
 import dev.settle.contracts.TypingSignal;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.DebounceTiming;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.stereotype.Component;
 
@@ -18,6 +19,8 @@ import org.springframework.stereotype.Component;
  * row that {@link TimerFirer} holds locked while it publishes makes the UPDATE wait, then find the row gone. A
  * signal that found no row is kept for a moment ({@link EarlySignals}): it may have overtaken the
  * {@code MessageAccepted} of the message it follows, and {@link #armed} applies it once that message armed the timer.
+ * Counted as {@code settle.typing.early{outcome}}: {@code kept}, {@code full} (not kept), and of the kept ones
+ * {@code held} (it held the timer its message armed) or {@code stale}.
  *
  * <p>Order between signals and messages is judged on the database clock, not on arrival, so reordered events
  * leave the same row:
@@ -61,13 +64,17 @@ public class TypingHolds {
                   typing_at       = CASE WHEN debounce_timer.typing_at > %1$s THEN debounce_timer.typing_at END,""".formatted(acceptedAt);
     }
 
+    static final String EARLY_METRIC = "settle.typing.early";
+
     private final JdbcClient jdbc;
     private final DebounceSettings settings;
+    private final MeterRegistry meters;
     private final EarlySignals early;
 
-    public TypingHolds(JdbcClient jdbc, DebounceSettings settings) {
+    public TypingHolds(JdbcClient jdbc, DebounceSettings settings, MeterRegistry meters) {
         this.jdbc = jdbc;
         this.settings = settings;
+        this.meters = meters;
         this.early = new EarlySignals(settings.typinghold());
     }
 
@@ -80,7 +87,7 @@ public class TypingHolds {
         if (update(signal)) {
             return true;
         }
-        early.keep(signal);
+        count(early.keep(signal) ? "kept" : "full");
         return false;
     }
 
@@ -92,7 +99,16 @@ public class TypingHolds {
      */
     public boolean armed(MessageAccepted message) {
         TypingSignal kept = early.take(message.sessionId());
-        return kept != null && update(kept);
+        if (kept == null) {
+            return false;
+        }
+        boolean held = update(kept);
+        count(held ? "held" : "stale");
+        return held;
+    }
+
+    private void count(String outcome) {
+        meters.counter(EARLY_METRIC, "outcome", outcome).increment();
     }
 
     private boolean update(TypingSignal signal) {

@@ -139,7 +139,7 @@ class TimerFirerTest {
         Instant now = sessions.dbNow();
         long typed = sessions.create();
         timer(typed, now.minusMillis(5), now.plusSeconds(5), 3, "message");
-        assertThat(new TypingHolds(jdbc, SETTINGS)
+        assertThat(new TypingHolds(jdbc, SETTINGS, new SimpleMeterRegistry())
                         .hold(new dev.settle.contracts.TypingSignal(
                                 typed, now.minus(SETTINGS.typinghold()).minusMillis(1))))
                 .isTrue();

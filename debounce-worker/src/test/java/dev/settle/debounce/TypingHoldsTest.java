@@ -8,6 +8,8 @@ import dev.settle.contracts.TypingSignal;
 import dev.settle.schema.DbTime;
 import dev.settle.schema.DebounceTiming;
 import dev.settle.schema.SessionRules;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -44,7 +46,11 @@ class TypingHoldsTest {
         jdbc = JdbcClient.create(dataSource);
         sessions = new Sessions(jdbc);
         timers = TestTimers.fixed(jdbc, new DebounceTiming(WINDOW, MAXWAIT));
-        holds = new TypingHolds(jdbc, new DebounceSettings(Duration.ofMillis(20), 200, HOLD));
+        holds = holds(new SimpleMeterRegistry());
+    }
+
+    private static TypingHolds holds(MeterRegistry meters) {
+        return new TypingHolds(jdbc, new DebounceSettings(Duration.ofMillis(20), 200, HOLD), meters);
     }
 
     @AfterAll
@@ -181,7 +187,8 @@ class TypingHoldsTest {
     void a_signal_that_overtook_its_message_holds_once_the_message_arms() {
         long s = unanswered(1);
         long stale = unanswered(1);
-        MessageAcceptedListener listener = new MessageAcceptedListener(timers, holds);
+        MeterRegistry meters = new SimpleMeterRegistry();
+        MessageAcceptedListener listener = new MessageAcceptedListener(timers, holds(meters));
 
         listener.onMessage(record(new TypingSignal(s, T.plus(ms(500)))));
         listener.onMessage(record(new TypingSignal(stale, T.minus(ms(1)))));
@@ -193,6 +200,12 @@ class TypingHoldsTest {
         assertThat(held(stale))
                 .as("a signal from before the message is stale however it arrives")
                 .contains(new Held(T.plus(WINDOW), null, null, null, "window"));
+        for (String outcome : List.of("kept", "held", "stale", "full")) {
+            assertThat(meters.counter(TypingHolds.EARLY_METRIC, "outcome", outcome)
+                            .count())
+                    .as(outcome)
+                    .isEqualTo(outcome.equals("kept") ? 2 : outcome.equals("full") ? 0 : 1);
+        }
     }
 
     private static ConsumerRecord<String, String> record(TypingSignal signal) {
