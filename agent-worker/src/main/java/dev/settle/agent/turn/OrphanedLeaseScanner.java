@@ -97,13 +97,7 @@ public class OrphanedLeaseScanner extends PeriodicTask {
                 return;
             }
             log.info("session {}: lease expired with messages unanswered; taking over", id);
-            turns.execute(() -> {
-                try {
-                    runner.run(id); // TurnRunner counts the takeover
-                } finally {
-                    slots.release();
-                }
-            });
+            slots.start(turns, id, () -> runner.run(id)); // TurnRunner counts the takeover
         }
     }
 

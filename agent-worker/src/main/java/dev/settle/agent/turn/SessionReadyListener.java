@@ -40,15 +40,7 @@ class SessionReadyListener implements DisposableBean {
             return;
         }
         slots.acquire();
-        executor.execute(() -> {
-            try {
-                runner.run(event.sessionId(), event.version());
-            } catch (RuntimeException e) {
-                log.error("turn for session {} failed unexpectedly; the sweeper will retry", event.sessionId(), e);
-            } finally {
-                slots.release();
-            }
-        });
+        slots.start(executor, event.sessionId(), () -> runner.run(event.sessionId(), event.version()));
     }
 
     @Override

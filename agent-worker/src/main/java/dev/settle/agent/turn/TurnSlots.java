@@ -1,8 +1,11 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.AgentSettings;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
+import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 
 /**
@@ -11,6 +14,7 @@ import java.util.concurrent.Semaphore;
  */
 @Component
 class TurnSlots {
+    private static final Logger log = LoggerFactory.getLogger(TurnSlots.class);
     private final Semaphore slots;
 
     public TurnSlots(AgentSettings settings) {
@@ -29,6 +33,23 @@ class TurnSlots {
 
     void release() {
         slots.release();
+    }
+
+    /**
+     * Runs a turn of {@code sessionId} on {@code threads} in the slot the caller took, and gives the slot back when it
+     * ends. A turn that fails unexpectedly is logged: its lease expires or was released, and the sweeper or the orphan
+     * scanner runs the session again.
+     */
+    void start(Executor threads, long sessionId, Runnable turn) {
+        threads.execute(() -> {
+            try {
+                turn.run();
+            } catch (RuntimeException e) {
+                log.error("turn for session {} failed unexpectedly; the sweeper will retry", sessionId, e);
+            } finally {
+                release();
+            }
+        });
     }
 
     int available() {

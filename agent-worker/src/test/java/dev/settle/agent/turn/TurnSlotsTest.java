@@ -1,5 +1,6 @@
 package dev.settle.agent.turn;
 
+import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.AppenderBase;
@@ -12,8 +13,12 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -25,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The end of a turn: a heartbeat that finds a lease lost never interrupts the turn's thread once the turn has
  * closed its beat (its release and re-arm run after that), and the orphaned-lease scanner's turns count against
- * {@code settle.agent.max-in-flight}. Lease TTL 1 h: no scheduled renewal runs during a test; each calls its own.
+ * {@code settle.agent.max-in-flight}, and a turn that fails unexpectedly is logged and gives its slot back. Lease TTL 1 h: no scheduled renewal runs during a test; each calls its own.
  */
 class TurnSlotsTest {
     static TestAgent agent;
@@ -139,5 +144,32 @@ class TurnSlotsTest {
                 .until(() -> agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session) == 1);
         assertEquals(2, agent.count("SELECT lease_epoch FROM chat_session WHERE id = ?", session), "taken over once");
         await().atMost(Duration.ofSeconds(10)).until(() -> slots.available() == 1);
+    }
+
+    @Test
+    void a_turn_that_fails_unexpectedly_is_logged_and_gives_its_slot_back() throws Exception {
+        TurnSlots slots = agent.bean(TurnSlots.class);
+        List<String> errors = new CopyOnWriteArrayList<>();
+        AppenderBase<ILoggingEvent> capture = new AppenderBase<>() {
+            @Override
+            protected void append(ILoggingEvent e) {
+                if (e.getLevel() == Level.ERROR) {
+                    errors.add(e.getFormattedMessage());
+                }
+            }
+        };
+        capture.start();
+        Logger logger = (Logger) LoggerFactory.getLogger(TurnSlots.class);
+        logger.addAppender(capture);
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            assertTrue(slots.tryAcquire(), "the one slot");
+            slots.start(threads, 42, () -> {
+                throw new IllegalStateException("boom");
+            });
+            await().atMost(Duration.ofSeconds(10)).until(() -> slots.available() == 1);
+        } finally {
+            logger.detachAppender(capture);
+        }
+        assertEquals(List.of("turn for session 42 failed unexpectedly; the sweeper will retry"), errors);
     }
 }
