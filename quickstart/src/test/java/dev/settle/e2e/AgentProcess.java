@@ -15,6 +15,7 @@ import java.util.Map;
  */
 final class AgentProcess implements AutoCloseable {
     private final Process process;
+    private final String user;
     final Path log;
 
     AgentProcess(Map<String, Object> properties) throws IOException {
@@ -26,6 +27,7 @@ final class AgentProcess implements AutoCloseable {
                 System.getProperty("java.class.path"),
                 AgentWorkerApplication.class.getName()));
         properties.forEach((k, v) -> command.add("--" + k + "=" + v));
+        user = String.valueOf(properties.getOrDefault("spring.datasource.username", "root"));
         Files.createDirectories(Path.of("target"));
         log = Files.createTempFile(Path.of("target"), "agent-process-", ".log");
         process = new ProcessBuilder(command)
@@ -50,6 +52,11 @@ final class AgentProcess implements AutoCloseable {
     /** SIGCONT. */
     void resume() throws IOException, InterruptedException {
         signal("CONT");
+    }
+
+    /** The user its database connections log in as. */
+    String user() {
+        return user;
     }
 
     boolean alive() {

@@ -13,6 +13,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -63,8 +65,9 @@ class ChaosRunTest {
             ChaosFaults faults = null;
             StallWitness witness = null;
             try {
+                AtomicInteger agentProcesses = new AtomicInteger();
                 for (int i = 0; i < AGENTS; i++) {
-                    agents.add(new AgentProcess(processProps));
+                    agents.add(new AgentProcess(asUser(processProps, agentProcesses.incrementAndGet())));
                 }
                 for (AgentProcess agent : agents) {
                     await("every agent process joined")
@@ -77,9 +80,16 @@ class ChaosRunTest {
                 warmUp(settle, sessions);
 
                 ChaosWorkload workload = new ChaosWorkload(settle, SettleSystem.WINDOW);
+                // the agents now, replacements included, once the faults hold them
+                AtomicReference<ChaosFaults> injecting = new AtomicReference<>();
                 witness = new StallWitness(
                         (String) settle.sharedProperties().get("spring.datasource.url"),
-                        settle.ingest.getBean(HikariDataSource.class));
+                        settle.ingest.getBean(HikariDataSource.class),
+                        user -> processName(
+                                user,
+                                injecting.get() == null
+                                        ? agents
+                                        : injecting.get().agents()));
                 Instant started = Instant.now();
                 long startedNanos = System.nanoTime();
                 List<String> ids;
@@ -89,13 +99,14 @@ class ChaosRunTest {
                         agents,
                         () -> {
                             try {
-                                return new AgentProcess(processProps);
+                                return new AgentProcess(asUser(processProps, agentProcesses.incrementAndGet()));
                             } catch (Exception e) {
                                 throw new IllegalStateException(e);
                             }
                         },
                         TTL,
                         broker);
+                injecting.set(faults);
                 try {
                     ids = workload.run(sessions, bursts, 42);
                 } finally {
@@ -142,6 +153,42 @@ class ChaosRunTest {
      * starts: the first requests of a fresh JVM (class loading, JIT, request threads, pool connections) are slow
      * for reasons that are neither a turn nor Kafka, and the latency checks judge Settle, not a cold start.
      */
+    /** The embedded server skips grant tables: any user name logs in, and names the process to the stall witness. */
+    static final boolean NAMED_USERS = !"local".equals(System.getProperty("settle.test.db"));
+
+    /**
+     * An agent process's properties, its connections logging in as {@code agent-n} (n counts the agent processes
+     * started, replacements included); against a server with grant tables ({@code -Dsettle.test.db=local}) every
+     * process logs in as root.
+     */
+    static Map<String, Object> asUser(Map<String, Object> properties, int n) {
+        Map<String, Object> named = new HashMap<>(properties);
+        if (NAMED_USERS) {
+            named.put("spring.datasource.username", "agent-" + n);
+        }
+        return named;
+    }
+
+    /**
+     * A process's name in the stall witness's report, by the user its connections log in as: root is this JVM
+     * (ingest-api and the debounce workers), an agent process is named by its slot, as the faults name it; null when
+     * users do not name processes.
+     */
+    static String processName(String user, List<AgentProcess> agents) {
+        if (!NAMED_USERS || user == null) {
+            return null;
+        }
+        if (user.equals("root")) {
+            return "this JVM: ingest-api, debounce-worker";
+        }
+        for (int slot = 0; slot < agents.size(); slot++) {
+            if (user.equals(agents.get(slot).user())) {
+                return "agent " + (slot + 1) + ", " + user;
+            }
+        }
+        return user + ", replaced";
+    }
+
     static void warmUp(SettleSystem settle, int users) throws Exception {
         for (int round = 0; round < 2; round++) {
             try (java.util.concurrent.ExecutorService clients =

@@ -22,6 +22,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Watches, every {@value #EVERY_MILLIS} ms while the chaos workload runs, what can hold a POST up: InnoDB
@@ -58,7 +59,7 @@ final class StallWitness implements AutoCloseable {
                    rl.lock_data AS wanted_row,
                    b.trx_id AS blocker_trx, b.trx_mysql_thread_id AS blocker, b.trx_started AS blocker_started,
                    LEFT(b.trx_query, 160) AS blocker_query, b.trx_state AS blocker_state,
-                   bp.COMMAND AS blocker_command,
+                   bp.COMMAND AS blocker_command, bp.USER AS blocker_user,
                    l.lock_table, l.lock_index, l.lock_mode, l.lock_data
               FROM information_schema.INNODB_LOCK_WAITS w
               JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id
@@ -89,6 +90,8 @@ final class StallWitness implements AutoCloseable {
 
         final Set<String> waiters = new LinkedHashSet<>();
         boolean dumped;
+        /** The process whose connection it is, by the user the connection logged in as ({@link #processName}). */
+        String owner;
 
         Holder(String trx, String connection, String lock, long seen) {
             this.trx = trx;
@@ -104,7 +107,8 @@ final class StallWitness implements AutoCloseable {
 
         @Override
         public String toString() {
-            return "trx " + trx + " of connection " + connection + " held " + lock + " (rows " + String.join(", ", rows)
+            return "trx " + trx + " of connection " + connection + (owner == null ? "" : " (" + owner + ")") + " held "
+                    + lock + " (rows " + String.join(", ", rows)
                     + ") for ≥ " + heldMillis()
                     + " ms (seen by " + looks + " looks) while "
                     + String.join(" / ", running)
@@ -118,6 +122,8 @@ final class StallWitness implements AutoCloseable {
 
     private final String url;
     private final String database;
+    private final Function<String, String> processName;
+
     private final HikariPoolMXBean ingestPool;
     private final Map<String, Holder> holders = new HashMap<>();
     private final List<Tick> ticks = new ArrayList<>();
@@ -136,12 +142,16 @@ final class StallWitness implements AutoCloseable {
     private volatile int failedLooks;
     private volatile String firstFailure;
 
-    /** @param databaseUrl the run's JDBC URL (its database is watched; the witness connects without it) */
-    StallWitness(String databaseUrl, HikariDataSource ingestPool) {
+    /**
+     * @param databaseUrl the run's JDBC URL (its database is watched; the witness connects without it)
+     * @param processName the name in the report of the process whose connections log in as a given user ("agent 2")
+     */
+    StallWitness(String databaseUrl, HikariDataSource ingestPool, Function<String, String> processName) {
         int slash = databaseUrl.indexOf('/', "jdbc:mysql://".length());
         int query = databaseUrl.indexOf('?', slash);
         this.database = databaseUrl.substring(slash + 1, query < 0 ? databaseUrl.length() : query);
         this.url = databaseUrl.substring(0, slash + 1) + (query < 0 ? "" : databaseUrl.substring(query));
+        this.processName = processName;
         this.ingestPool = ingestPool.getHikariPoolMXBean();
         this.thread = Thread.ofPlatform().name("stall-witness").daemon(true).start(this::watch);
     }
@@ -254,6 +264,9 @@ final class StallWitness implements AutoCloseable {
         boolean dump;
         synchronized (this) {
             Holder h = holders.computeIfAbsent(key, k -> new Holder(trx, connection, lock, now));
+            if (h.owner == null) {
+                h.owner = processName.apply(rs.getString("blocker_user"));
+            }
             if (h.lastSeen != now || h.looks == 0) {
                 h.looks++;
             }
@@ -405,6 +418,13 @@ final class StallWitness implements AutoCloseable {
                 .append(failedLooks)
                 .append(firstFailure == null ? "" : ", the first: " + firstFailure)
                 .append(") |\n");
+        Map<String, Long> byProcess = new java.util.TreeMap<>();
+        holders.values().stream()
+                .filter(h -> h.heldMillis() >= 500)
+                .forEach(h -> byProcess.merge(h.owner == null ? "not known" : h.owner, 1L, Long::sum));
+        sb.append("| lock holders held 500 ms or longer, by process | ")
+                .append(byProcess)
+                .append(" |\n");
         sb.append("| this JVM (ingest-api's): pauses between looks that ended ≥ ")
                 .append(LATE_MILLIS)
                 .append(" ms late (stalls) / the longest (ms); slow looks / the slowest (ms) | ")
