@@ -107,11 +107,20 @@ public class TurnRunner {
         inFlight.incrementAndGet();
         MDC.put("sessionId", Long.toString(sessionId));
         Ended ended = new Ended(TurnOutcome.LEASE_LOST, false, false);
-        try (Heartbeats.Beat beat = heartbeats.start(lease)) {
+        Heartbeats.Beat beat = heartbeats.start(lease);
+        try (beat) {
             ended = answer(lease, readyVersion, beat, new TurnControl(beat));
-        } catch (LeaseLostException e) {
+        } catch (RuntimeException e) {
+            // a lost lease interrupts the turn's thread wherever it is: a database call it breaks throws its own
+            // exception, which is the lease's loss too
+            if (!(e instanceof LeaseLostException) && beat.alive()) {
+                throw e;
+            }
             meters.counter("settle.lease.fenced").increment();
-            log.info("session {}: lease lost mid-turn, nothing more written", sessionId);
+            log.info(
+                    "session {}: lease lost mid-turn, nothing more written{}",
+                    sessionId,
+                    e instanceof LeaseLostException ? "" : " (" + e + ")");
         } finally {
             interrupts.forget(sessionId);
             // the beat is closed (try-with-resources closes it first), so no heartbeat interrupt arrives after this

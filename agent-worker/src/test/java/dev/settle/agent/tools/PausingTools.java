@@ -17,17 +17,17 @@ public final class PausingTools implements AgentTools {
     private volatile CountDownLatch entered = new CountDownLatch(1);
     private volatile CountDownLatch resume = new CountDownLatch(0);
 
-    void arm() {
+    public void arm() {
         entered = new CountDownLatch(1);
         resume = new CountDownLatch(1);
     }
 
     /** @return true when the armed call reached its pause */
-    boolean awaitPaused() throws InterruptedException {
+    public boolean awaitPaused() throws InterruptedException {
         return entered.await(30, TimeUnit.SECONDS);
     }
 
-    void resume() {
+    public void resume() {
         resume.countDown();
     }
 
