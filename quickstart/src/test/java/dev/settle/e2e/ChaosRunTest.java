@@ -183,10 +183,10 @@ class ChaosRunTest {
         }
         for (int slot = 0; slot < agents.size(); slot++) {
             if (user.equals(agents.get(slot).user())) {
-                return "agent " + (slot + 1) + ", " + user;
+                return "agent " + (slot + 1) + " (" + user + ")";
             }
         }
-        return user + ", replaced";
+        return user + " (replaced)";
     }
 
     static void warmUp(SettleSystem settle, int users) throws Exception {

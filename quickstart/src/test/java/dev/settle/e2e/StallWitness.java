@@ -107,7 +107,7 @@ final class StallWitness implements AutoCloseable {
 
         @Override
         public String toString() {
-            return "trx " + trx + " of connection " + connection + (owner == null ? "" : " (" + owner + ")") + " held "
+            return "trx " + trx + " of connection " + connection + (owner == null ? "" : " in " + owner) + " held "
                     + lock + " (rows " + String.join(", ", rows)
                     + ") for ≥ " + heldMillis()
                     + " ms (seen by " + looks + " looks) while "

@@ -52,7 +52,7 @@ class StallWitnessTest {
                 await().atMost(Duration.ofSeconds(20))
                         .until(
                                 () -> witness.longestHolders(1),
-                                h -> h.contains("(the holder's process) held X lock on `")
+                                h -> h.contains("in the holder's process held X lock on `")
                                         && h.contains("while idle in transaction"));
             } finally {
                 holder.rollback();
