@@ -148,11 +148,6 @@ class ChaosRunTest {
         }
     }
 
-    /**
-     * Two rounds of as many POSTs at once as the run has users, to sessions of their own, before the run's clock
-     * starts: the first requests of a fresh JVM (class loading, JIT, request threads, pool connections) are slow
-     * for reasons that are neither a turn nor Kafka, and the latency checks judge Settle, not a cold start.
-     */
     /** The embedded server skips grant tables: any user name logs in, and names the process to the stall witness. */
     static final boolean NAMED_USERS = !"local".equals(System.getProperty("settle.test.db"));
 
@@ -189,6 +184,11 @@ class ChaosRunTest {
         return user + " (replaced)";
     }
 
+    /**
+     * Two rounds of as many POSTs at once as the run has users, to sessions of their own, before the run's clock
+     * starts: the first requests of a fresh JVM (class loading, JIT, request threads, pool connections) are slow
+     * for reasons that are neither a turn nor Kafka, and the latency checks judge Settle, not a cold start.
+     */
     static void warmUp(SettleSystem settle, int users) throws Exception {
         for (int round = 0; round < 2; round++) {
             try (java.util.concurrent.ExecutorService clients =

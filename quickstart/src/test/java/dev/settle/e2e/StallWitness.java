@@ -123,7 +123,6 @@ final class StallWitness implements AutoCloseable {
     private final String url;
     private final String database;
     private final Function<String, String> processName;
-
     private final HikariPoolMXBean ingestPool;
     private final Map<String, Holder> holders = new HashMap<>();
     private final List<Tick> ticks = new ArrayList<>();

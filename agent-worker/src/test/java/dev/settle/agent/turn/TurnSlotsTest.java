@@ -30,7 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The end of a turn: a heartbeat that finds a lease lost never interrupts the turn's thread once the turn has
  * closed its beat (its release and re-arm run after that), and the orphaned-lease scanner's turns count against
- * {@code settle.agent.max-in-flight}, and a turn that fails unexpectedly is logged and gives its slot back. Lease TTL 1 h: no scheduled renewal runs during a test; each calls its own.
+ * {@code settle.agent.max-in-flight}, and a turn that fails unexpectedly is logged and gives its slot back. Lease TTL
+ * 1 h: no scheduled renewal runs during a test; each calls its own.
  */
 class TurnSlotsTest {
     static TestAgent agent;
