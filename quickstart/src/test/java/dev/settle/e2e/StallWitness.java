@@ -43,7 +43,13 @@ import java.util.function.Function;
  * {@code Continuation::is_continuation_entry_frame}, JDK 25.0.3).
  */
 final class StallWitness implements AutoCloseable {
-    static final long EVERY_MILLIS = 50;
+    static final long EVERY_MILLIS = 150;
+    /**
+     * The least pause between two looks: InnoDB refreshes its lock views ({@code INNODB_TRX} and the views built on
+     * it) only when nobody read them for 100 ms, so looks closer together than that would read the same stale copy
+     * forever.
+     */
+    static final long IDLE_MILLIS = 120;
     /** A holder of a {@code chat_session} row seen this long gets the threads dumped; 0: never (the default). */
     static final long DUMP_AFTER_MILLIS = Long.getLong("settle.chaos.dump-after-ms", 0);
 
@@ -165,7 +171,7 @@ final class StallWitness implements AutoCloseable {
                     slowLooks.add(new long[] {started, started + took});
                 }
             }
-            long pause = Math.max(0, EVERY_MILLIS * 1_000_000 - took);
+            long pause = Math.max(IDLE_MILLIS * 1_000_000, EVERY_MILLIS * 1_000_000 - took);
             long asleep = System.nanoTime();
             try {
                 Thread.sleep(Duration.ofNanos(pause));
