@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -65,9 +66,17 @@ class ChaosRunTest {
             ChaosFaults faults = null;
             StallWitness witness = null;
             try {
+                // every agent process, first ones and replacements, logs in as a user of its own
                 AtomicInteger agentProcesses = new AtomicInteger();
+                Supplier<AgentProcess> newAgent = () -> {
+                    try {
+                        return new AgentProcess(asUser(processProps, agentProcesses.incrementAndGet()));
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                };
                 for (int i = 0; i < AGENTS; i++) {
-                    agents.add(new AgentProcess(asUser(processProps, agentProcesses.incrementAndGet())));
+                    agents.add(newAgent.get());
                 }
                 for (AgentProcess agent : agents) {
                     await("every agent process joined")
@@ -93,19 +102,7 @@ class ChaosRunTest {
                 Instant started = Instant.now();
                 long startedNanos = System.nanoTime();
                 List<String> ids;
-                faults = new ChaosFaults(
-                        settle,
-                        chaosModel,
-                        agents,
-                        () -> {
-                            try {
-                                return new AgentProcess(asUser(processProps, agentProcesses.incrementAndGet()));
-                            } catch (Exception e) {
-                                throw new IllegalStateException(e);
-                            }
-                        },
-                        TTL,
-                        broker);
+                faults = new ChaosFaults(settle, chaosModel, agents, newAgent, TTL, broker);
                 injecting.set(faults);
                 try {
                     ids = workload.run(sessions, bursts, 42);
