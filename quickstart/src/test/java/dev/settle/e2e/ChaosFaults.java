@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -38,11 +39,13 @@ import java.util.function.Supplier;
  */
 final class ChaosFaults implements AutoCloseable {
     /**
-     * A kill of an agent process: when, which leases were held then (session → token, of every instance), and when
-     * each lease still held right after the kill expires (session → lease_expires_at, database clock): a takeover's
-     * delay splits into the wait for the expiry and what came after it.
+     * A kill of an agent process: when, which leases were held then (session → token, of every instance), when
+     * each lease still held right after the kill expires (session → lease_expires_at, database clock; a takeover's
+     * delay splits into the wait for the expiry and what came after it), and which of those leases were renewed
+     * after the kill ({@link #watchRenewals}). A renewed lease has a live holder: if it is lost later, its
+     * takeover is not the kill's. A lease never renewed after the kill expires within the TTL of it, whoever held it.
      */
-    record Kill(Instant at, Map<Long, String> leases, Map<Long, Instant> expiries) {}
+    record Kill(Instant at, Map<Long, String> leases, Map<Long, Instant> expiries, Set<Long> renewed) {}
 
     /**
      * A broker restart: how long it was kept down before the restart began, when it answered again and when
@@ -60,6 +63,7 @@ final class ChaosFaults implements AutoCloseable {
 
     final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     final List<Kill> kills = new ArrayList<>();
+    private final List<Thread> renewalWatches = java.util.Collections.synchronizedList(new ArrayList<>());
     final List<BrokerRestart> brokerRestarts = new ArrayList<>();
     /** Agent freezes: {SIGSTOP, SIGCONT} in System.nanoTime. */
     private final List<long[]> freezes = new ArrayList<>();
@@ -180,13 +184,41 @@ final class ChaosFaults implements AutoCloseable {
                         expiries.put(rs.getLong(1), DbTime.instant(rs, "lease_expires_at"));
                     }
                 });
+        Kill kill = new Kill(at, leases, expiries, ConcurrentHashMap.newKeySet());
         synchronized (kills) {
-            kills.add(new Kill(at, leases, expiries));
+            kills.add(kill);
         }
+        renewalWatches.add(Thread.ofPlatform().name("chaos-renewals").start(() -> watchRenewals(kill)));
         count("agent killed (SIGKILL)");
         hits[slot][0]++;
         agents.set(slot, newAgent.get());
         return "agent " + (slot + 1) + " killed (SIGKILL)";
+    }
+
+    /**
+     * For a TTL and a half after the kill (live holders renew every third of a TTL), notes the leases of
+     * {@code kill} whose expiry moved past the one read right after the kill: their holders were alive.
+     */
+    private void watchRenewals(Kill kill) {
+        long until = System.nanoTime() + ttl.multipliedBy(3).dividedBy(2).toNanos();
+        while (System.nanoTime() < until) {
+            try {
+                settle.jdbc.query(
+                        "SELECT id, lease_token, lease_expires_at FROM chat_session WHERE lease_token IS NOT NULL",
+                        rs -> {
+                            long id = rs.getLong(1);
+                            Instant before = kill.expiries().get(id);
+                            if (before != null
+                                    && rs.getString(2).equals(kill.leases().get(id))
+                                    && DbTime.instant(rs, "lease_expires_at").isAfter(before)) {
+                                kill.renewed().add(id);
+                            }
+                        });
+            } catch (RuntimeException e) {
+                // a connection killed by the fault thread: look again
+            }
+            SettleSystem.sleep(Duration.ofMillis(200));
+        }
     }
 
     /** SIGSTOP an agent instance past its lease TTL while another is up, then SIGCONT. */
@@ -468,6 +500,9 @@ final class ChaosFaults implements AutoCloseable {
     public void close() throws InterruptedException {
         running = false;
         thread.join();
+        for (Thread watch : List.copyOf(renewalWatches)) {
+            watch.join(); // the checker reads what they noted
+        }
         if (brokerThread != null) {
             brokerThread.join(); // a restart in progress finishes: the broker is up when this returns
         }

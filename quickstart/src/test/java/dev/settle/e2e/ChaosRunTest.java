@@ -329,6 +329,9 @@ class ChaosRunTest {
         sb.append("| takeovers after a kill measured | ")
                 .append(checker.takeoverMillis.size())
                 .append(" |\n");
+        sb.append("| leases held at a kill, renewed after it, later abandoned (a live holder's; not judged) | ")
+                .append(checker.abandonedByLiveHolders)
+                .append(" |\n");
         sb.append("| takeover p50 / p99 (ms, lease TTL ")
                 .append(TTL.toMillis())
                 .append(") | ")

@@ -27,6 +27,11 @@ final class HistoryChecker {
     final List<Long> untilExpiryMillis = new ArrayList<>();
 
     final List<Long> afterExpiryMillis = new ArrayList<>();
+    /**
+     * Leases held at a kill by a live instance (renewed after it) whose turn was later abandoned: lost for another
+     * reason (a freeze, a broken connection, a starved renewal), taken over by the same rule, not judged against the kill.
+     */
+    int abandonedByLiveHolders;
 
     HistoryChecker(JdbcTemplate jdbc, Duration maxWait, Duration ttl) {
         this.jdbc = jdbc;
@@ -213,7 +218,10 @@ final class HistoryChecker {
         }
     }
 
-    /** A session whose holder was killed mid-turn is taken over within TTL + 2 s. */
+    /**
+     * A session whose holder was killed mid-turn is taken over within TTL + 2 s. Judged: every lease held at the
+     * kill, never renewed after it, whose turn was closed as abandoned — it expired within the TTL of the kill.
+     */
     private void checkTakeovers(List<ChaosFaults.Kill> kills) {
         for (ChaosFaults.Kill kill : kills) {
             for (Map.Entry<Long, String> lease : kill.leases().entrySet()) {
@@ -221,6 +229,10 @@ final class HistoryChecker {
                         SELECT COUNT(*) FROM chat_turn WHERE session_id = ? AND lease_token = ? AND reason LIKE 'abandoned%'""", Integer.class, lease.getKey(), lease.getValue());
                 if (abandoned == 0) {
                     continue; // that lease belonged to a live instance, or its turn had ended
+                }
+                if (kill.renewed().contains(lease.getKey())) {
+                    abandonedByLiveHolders++; // its holder was alive after the kill
+                    continue;
                 }
                 LocalDateTime next = jdbc.queryForObject(
                         """
