@@ -257,7 +257,12 @@ final class HistoryChecker {
                 }
                 if (ms > ttl.plusSeconds(2).toMillis()) {
                     violations.add("session " + lease.getKey() + ": taken over " + ms
-                            + " ms after the kill (limit TTL + 2 s)");
+                            + " ms after the kill at " + kill.at() + " (limit TTL + 2 s)"
+                            + (expiry == null
+                                    ? ""
+                                    : "; its lease expired "
+                                            + Duration.between(kill.at(), expiry)
+                                                    .toMillis() + " ms after the kill"));
                 }
             }
         }

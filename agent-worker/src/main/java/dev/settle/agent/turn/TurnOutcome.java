@@ -13,7 +13,13 @@ public enum TurnOutcome {
     /** Every model call failed, or the persisted stream differed from the model's text: FAILED, reply.failed queued. */
     FAILED("failed"),
     /** The lease was lost mid-turn: nothing more was written. */
-    LEASE_LOST("lease-lost");
+    LEASE_LOST("lease-lost"),
+    /**
+     * An unexpected error broke the turn (a database connection lost mid-statement, say): FAILED with the error as
+     * its reason, nothing delivered; the lease is released and the session re-armed, so its messages are answered by
+     * a turn that starts again.
+     */
+    ERROR("error");
 
     private final String tag;
 

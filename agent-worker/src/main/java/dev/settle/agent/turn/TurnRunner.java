@@ -12,7 +12,9 @@ import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
+import org.springframework.dao.DataAccessException;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.TransactionException;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,6 +37,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       its finished tool calls stay in the history); lease lost → write nothing.</li>
  *   <li>Release the lease unless the commit did, then re-arm the session's timer if messages may be waiting.</li>
  * </ol>
+ * An unexpected error while the lease is alive (a database connection lost mid-statement) ends the turn as
+ * {@link TurnOutcome#ERROR}: the turn is closed with the error as its reason, then released and re-armed as above.
  */
 @Component
 public class TurnRunner {
@@ -107,20 +111,22 @@ public class TurnRunner {
         inFlight.incrementAndGet();
         MDC.put("sessionId", Long.toString(sessionId));
         Ended ended = new Ended(TurnOutcome.LEASE_LOST, false, false);
+        Begun begun = new Begun();
         Heartbeats.Beat beat = heartbeats.start(lease);
         try (beat) {
-            ended = answer(lease, readyVersion, beat, new TurnControl(beat));
+            ended = answer(lease, readyVersion, beat, new TurnControl(beat), begun);
         } catch (RuntimeException e) {
             // a lost lease interrupts the turn's thread wherever it is: a database call it breaks throws its own
             // exception, which is the lease's loss too
             if (!(e instanceof LeaseLostException) && beat.alive()) {
-                throw e;
+                ended = broken(lease, begun, e);
+            } else {
+                meters.counter("settle.lease.fenced").increment();
+                log.info(
+                        "session {}: lease lost mid-turn, nothing more written{}",
+                        sessionId,
+                        e instanceof LeaseLostException ? "" : " (" + e + ")");
             }
-            meters.counter("settle.lease.fenced").increment();
-            log.info(
-                    "session {}: lease lost mid-turn, nothing more written{}",
-                    sessionId,
-                    e instanceof LeaseLostException ? "" : " (" + e + ")");
         } finally {
             interrupts.forget(sessionId);
             // the beat is closed (try-with-resources closes it first), so no heartbeat interrupt arrives after this
@@ -157,7 +163,35 @@ public class TurnRunner {
         }
     }
 
-    private Ended answer(SessionLease.Lease lease, long readyVersion, Heartbeats.Beat beat, TurnControl control) {
+    /** The turn's id once it has begun (0 before). */
+    private static final class Begun {
+        long turnId;
+    }
+
+    /**
+     * An unexpected error broke the turn while its lease was alive: the turn is closed with the error as its reason
+     * (if it had begun, and the database answers) and the caller releases the lease and re-arms the session. A
+     * database error is logged in one line (connections break, failovers happen); anything else with its stack.
+     */
+    private Ended broken(SessionLease.Lease lease, Begun begun, RuntimeException e) {
+        String closed = "";
+        if (begun.turnId != 0) {
+            try {
+                turns.closeBroken(lease, begun.turnId, e);
+            } catch (RuntimeException again) {
+                closed = " (the turn stays RUNNING for the next holder to close: " + again + ")";
+            }
+        }
+        if (e instanceof DataAccessException || e instanceof TransactionException) {
+            log.warn("session {}: turn broken by a database error, to run again: {}{}", lease.sessionId(), e, closed);
+        } else {
+            log.error("session {}: turn broken by an unexpected error, to run again{}", lease.sessionId(), closed, e);
+        }
+        return Ended.of(TurnOutcome.ERROR);
+    }
+
+    private Ended answer(
+            SessionLease.Lease lease, long readyVersion, Heartbeats.Beat beat, TurnControl control, Begun begun) {
         Conversation.Snapshot turn = conversation.load(lease, readyVersion);
         if (turn == null) {
             return Ended.of(TurnOutcome.NOTHING);
@@ -166,6 +200,7 @@ public class TurnRunner {
         if (turnId == null) {
             throw new LeaseLostException();
         }
+        begun.turnId = turnId;
         MDC.put("turnId", Long.toString(turnId));
         interrupts.watch(lease.sessionId(), turn.toVersion(), control);
         AgentLoop.Usage usage = new AgentLoop.Usage();

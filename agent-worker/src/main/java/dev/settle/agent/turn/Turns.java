@@ -1,6 +1,7 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.schema.Causes;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
@@ -75,6 +76,19 @@ public class Turns {
                AND\s""" + SessionRules.LEASE_OURS;
 
     /**
+     * A turn broken by an unexpected error (a database connection lost mid-statement, a rollback that failed) is
+     * closed by its own holder with the error as its reason, so that its record says what happened; left RUNNING,
+     * the next holder would close it as abandoned. Only the turn's own row is touched (no session lock); a successor
+     * that closed it first keeps its reason. Parameters: reason, turn, the turn's lease token.
+     */
+    static final String CLOSE_BROKEN = """
+            UPDATE chat_turn SET state = 'FAILED', reason = ?, ended_at = UTC_TIMESTAMP(6)
+             WHERE id = ? AND state = 'RUNNING' AND lease_token = ?""";
+
+    /** The longest reason {@code chat_turn.reason} holds. */
+    static final int REASON_CHARS = 500;
+
+    /**
      * The usage of a discarded turn whose last call was cut off before the server reported usage: estimated from
      * characters (4 per token): the prompt from the request, the completion from what the call streamed; what the
      * provider's cache served is unknown, so nothing is counted as cached. The cut call counts as a model call: it
@@ -120,6 +134,21 @@ public class Turns {
         }
         return GuardedInsert.insert(
                 jdbc, BEGIN, lease.sessionId(), lease.token(), lease.token(), lease.epoch(), fromVersion, toVersion);
+    }
+
+    /**
+     * {@link #CLOSE_BROKEN}: the reason is {@code error: } and the innermost cause of {@code error}.
+     *
+     * @return false when the turn was no longer RUNNING under this lease
+     */
+    public boolean closeBroken(SessionLease.Lease lease, long turnId, Throwable error) {
+        Throwable root = Causes.root(error);
+        String reason = "error: " + root.getClass().getSimpleName()
+                + (root.getMessage() == null ? "" : ": " + root.getMessage());
+        if (reason.length() > REASON_CHARS) {
+            reason = reason.substring(0, REASON_CHARS);
+        }
+        return jdbc.update(CLOSE_BROKEN, reason, turnId, lease.token()) == 1;
     }
 
     /** The turn's opening event, {@code turn.started}: the span it answers. */
