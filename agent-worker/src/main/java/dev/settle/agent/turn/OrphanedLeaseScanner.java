@@ -82,7 +82,9 @@ public class OrphanedLeaseScanner extends PeriodicTask {
 
     /**
      * One look takes over as many orphans as this worker has free turn slots: a dead worker may leave thousands, and
-     * a fixed page would leave the rest to later looks, half a TTL apart.
+     * a fixed page would leave the rest to later looks, half a TTL apart. A session with a turn of this worker in
+     * flight is skipped: that turn's claim has not committed yet, and another turn would only queue a second claim
+     * behind it (each holding a slot and, while it waits, a pooled connection) to find the lease taken.
      */
     @Override
     protected void tick() {
@@ -92,6 +94,9 @@ public class OrphanedLeaseScanner extends PeriodicTask {
             return;
         }
         for (long id : jdbc.queryForList(ORPHANS, Long.class, free)) {
+            if (slots.running(id)) {
+                continue; // this worker's takeover of it has not claimed yet (it may wait for the row or a connection)
+            }
             if (!slots.tryAcquire()) { // taken by other turns since
                 slotsTaken();
                 return;

@@ -5,17 +5,21 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 
 /**
  * The worker's {@code settle.agent.max-in-flight}: every turn it starts, from a SessionReady event or from the
- * orphaned-lease scanner, holds one slot from before its claim until it has released its lease.
+ * orphaned-lease scanner, holds one slot from before its claim until it has released its lease. It also knows which
+ * sessions have a turn of this worker in flight, from before its claim to its end ({@link #running}).
  */
 @Component
 class TurnSlots {
     private static final Logger log = LoggerFactory.getLogger(TurnSlots.class);
     private final Semaphore slots;
+    /** Sessions with a turn of this worker in flight: how many (a SessionReady's and a scan's may overlap). */
+    private final ConcurrentHashMap<Long, Integer> sessions = new ConcurrentHashMap<>();
 
     public TurnSlots(AgentSettings settings) {
         this.slots = new Semaphore(settings.agent().maxInFlight());
@@ -41,15 +45,22 @@ class TurnSlots {
      * scanner runs the session again.
      */
     void start(Executor threads, long sessionId, Runnable turn) {
+        sessions.merge(sessionId, 1, Integer::sum);
         threads.execute(() -> {
             try {
                 turn.run();
             } catch (RuntimeException e) {
                 log.error("turn for session {} failed unexpectedly; the sweeper will retry", sessionId, e);
             } finally {
+                sessions.computeIfPresent(sessionId, (id, n) -> n == 1 ? null : n - 1);
                 release();
             }
         });
+    }
+
+    /** @return a turn of this worker for {@code sessionId} is in flight (started, not yet ended) */
+    boolean running(long sessionId) {
+        return sessions.containsKey(sessionId);
     }
 
     int available() {

@@ -1,10 +1,13 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.TestAgent;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -54,5 +57,47 @@ class OrphanTakeoverTest {
                 orphans,
                 agent.count("SELECT COUNT(*) FROM chat_session WHERE id IN (%s) AND lease_epoch = 2".formatted(ids)),
                 "each taken over once");
+    }
+
+    /** Transactions of this test's database waiting for a lock in a statement on chat_session. */
+    static final String SESSION_LOCK_WAITS = """
+            SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+              JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+             WHERE p.DB = DATABASE() AND t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE '%chat_session%'""";
+
+    @Test
+    void a_look_starts_no_second_turn_for_a_session_whose_takeover_is_still_starting() throws Exception {
+        long session = agent.sessionWithMessages(1);
+        agent.jdbc.update("""
+                UPDATE chat_session SET lease_token = 'dead-holder', lease_epoch = 1,
+                                        lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND
+                 WHERE id = ?""", session);
+        MeterRegistry meters = agent.bean(MeterRegistry.class);
+        double claims = claims(meters);
+        OrphanedLeaseScanner scanner = agent.bean(OrphanedLeaseScanner.class);
+        try (Connection holder = agent.jdbc.getDataSource().getConnection()) {
+            // someone holds the session's row (an accept, say): the takeover's claim queues on it
+            holder.setAutoCommit(false);
+            try (Statement st = holder.createStatement()) {
+                st.executeQuery("SELECT id FROM chat_session WHERE id = " + session + " FOR UPDATE")
+                        .close();
+            }
+            scanner.tick();
+            await("the takeover's claim queues on the held row")
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> agent.count(SESSION_LOCK_WAITS) == 1);
+            scanner.tick(); // later looks still see the lease expired: its claim has not committed
+            scanner.tick();
+            holder.rollback();
+        }
+        await().atMost(Duration.ofSeconds(60))
+                .until(() -> agent.count("SELECT replied_version FROM chat_session WHERE id = ?", session) == 1);
+        assertEquals(claims + 1, claims(meters), 0.0, "one claim: the later looks started no second turn");
+    }
+
+    private static double claims(MeterRegistry meters) {
+        return meters.find("settle.lease.claims").counters().stream()
+                .mapToDouble(c -> c.count())
+                .sum();
     }
 }

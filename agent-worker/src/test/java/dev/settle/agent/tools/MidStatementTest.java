@@ -24,15 +24,25 @@ import java.util.concurrent.TimeUnit;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A turn whose lease is lost while its thread waits inside a database call (here: for a pooled connection, as under
- * overload) ends as a lost lease: the heartbeat's interrupt breaks the wait, and whatever the call then throws is
- * the lease's loss (counted in {@code settle.lease.fenced}), not an unexpected failure of the turn. Lease TTL 1 h:
- * no scheduled renewal runs; the test runs the one round that finds the lease gone.
+ * A turn whose database call breaks while its tool call's result is being recorded, in the two ways it can:
+ *
+ * <ul>
+ *   <li>its lease is lost while its thread waits inside the call (here: for a pooled connection, as under
+ *       overload): the heartbeat's interrupt breaks the wait, and whatever the call then throws is the lease's loss
+ *       (counted in {@code settle.lease.fenced}), not an unexpected failure of the turn;</li>
+ *   <li>the call fails while the lease is alive (here: the table the result goes to is away for a moment, as a
+ *       connection lost mid-statement would break it): the turn ends as an error, its row FAILED with the error as
+ *       its reason (not RUNNING, to be closed later as "abandoned" by whoever claims the session next), its lease
+ *       released, and the session's next turn answers it once.</li>
+ * </ul>
+ *
+ * Lease TTL 1 h: no scheduled renewal runs; the first test runs the one round that finds the lease gone.
  */
-class LeaseLossMidStatementTest {
+class MidStatementTest {
     static final PausingTools pausing = new PausingTools();
     static final ModelDouble model = ModelDouble.start();
     static TestAgent agent;
@@ -40,7 +50,7 @@ class LeaseLossMidStatementTest {
     @BeforeAll
     static void start() {
         agent = new TestAgent(
-                "leaseloss",
+                "midstatement",
                 Map.of(
                         "settle.llm.url", model.baseUrl(),
                         "settle.llm.max-attempts", "1",
@@ -58,11 +68,16 @@ class LeaseLossMidStatementTest {
         model.close();
     }
 
-    @Test
-    void a_turn_interrupted_while_it_waits_for_a_connection_ends_as_a_lost_lease() throws Exception {
+    /** The model looks something up, then answers "looked it up". */
+    private static void lookupThenAnswer() {
         model.respondWith(r -> r.messages().stream().anyMatch(m -> "tool".equals(m.role()))
                 ? ModelResponse.text("looked it up")
                 : ModelResponse.toolCall("pausing_lookup", "{}"));
+    }
+
+    @Test
+    void a_turn_interrupted_while_it_waits_for_a_connection_ends_as_a_lost_lease() throws Exception {
+        lookupThenAnswer();
         MeterRegistry meters = agent.bean(MeterRegistry.class);
         double fenced = meters.counter("settle.lease.fenced").count();
         long session = agent.sessionWithMessages(1);
@@ -98,5 +113,50 @@ class LeaseLossMidStatementTest {
                 agent.jdbc.queryForList(
                         "SELECT status FROM tool_execution WHERE session_id = ?", String.class, session),
                 "the fenced-out holder recorded nothing more");
+    }
+
+    @Test
+    void a_turn_broken_by_a_database_error_is_closed_with_its_error_and_the_next_turn_answers() throws Exception {
+        lookupThenAnswer();
+        MeterRegistry meters = agent.bean(MeterRegistry.class);
+        double errors = meters.counter("settle.turns", "outcome", "error").count();
+        long session = agent.sessionWithMessages(1);
+        pausing.arm();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            CompletableFuture<TurnOutcome> turn = CompletableFuture.supplyAsync(
+                    () -> agent.bean(TurnRunner.class).run(session), threads);
+            assertTrue(pausing.awaitPaused(), "the turn is inside its tool call");
+            agent.jdbc.execute("RENAME TABLE tool_execution TO tool_execution_away");
+            try {
+                pausing.resume(); // recording the call's result fails: no such table
+                assertEquals(TurnOutcome.ERROR, turn.get(30, TimeUnit.SECONDS));
+            } finally {
+                agent.jdbc.execute("RENAME TABLE tool_execution_away TO tool_execution");
+            }
+        }
+        assertEquals(
+                errors + 1, meters.counter("settle.turns", "outcome", "error").count(), 0.0);
+        Map<String, Object> broken =
+                agent.jdbc.queryForMap("SELECT id, state, reason FROM chat_turn WHERE session_id = ?", session);
+        assertEquals("FAILED", broken.get("state"));
+        assertTrue(
+                ((String) broken.get("reason")).matches("error: .*tool_execution.*"),
+                "the error is the turn's reason: " + broken.get("reason"));
+        assertNull(
+                agent.jdbc.queryForObject("SELECT lease_token FROM chat_session WHERE id = ?", String.class, session),
+                "the lease is released");
+
+        assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
+        assertEquals(
+                List.of("looked it up"),
+                agent.jdbc.queryForList(
+                        "SELECT text FROM chat_message WHERE session_id = ? AND role = 'assistant'",
+                        String.class,
+                        session),
+                "exactly one reply");
+        assertEquals(
+                broken.get("reason"),
+                agent.jdbc.queryForObject("SELECT reason FROM chat_turn WHERE id = ?", String.class, broken.get("id")),
+                "the next holder found no turn to close as abandoned");
     }
 }
