@@ -12,9 +12,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
-import org.springframework.dao.DataAccessException;
 import org.springframework.stereotype.Component;
-import org.springframework.transaction.TransactionException;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -182,7 +180,7 @@ public class TurnRunner {
                 closed = " (the turn stays RUNNING for the next holder to close: " + again + ")";
             }
         }
-        if (e instanceof DataAccessException || e instanceof TransactionException) {
+        if (DatabaseErrors.isDatabase(e)) {
             log.warn("session {}: turn broken by a database error, to run again: {}{}", lease.sessionId(), e, closed);
         } else {
             log.error("session {}: turn broken by an unexpected error, to run again{}", lease.sessionId(), closed, e);

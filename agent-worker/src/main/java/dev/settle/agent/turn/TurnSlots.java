@@ -41,8 +41,8 @@ class TurnSlots {
 
     /**
      * Runs a turn of {@code sessionId} on {@code threads} in the slot the caller took, and gives the slot back when it
-     * ends. A turn that fails unexpectedly is logged: its lease expires or was released, and the sweeper or the orphan
-     * scanner runs the session again.
+     * ends. A turn that fails unexpectedly is logged (a database error in one line, anything else with its stack): its
+     * lease expires or was released, and the sweeper or the orphan scanner runs the session again.
      */
     void start(Executor threads, long sessionId, Runnable turn) {
         sessions.merge(sessionId, 1, Integer::sum);
@@ -50,7 +50,14 @@ class TurnSlots {
             try {
                 turn.run();
             } catch (RuntimeException e) {
-                log.error("turn for session {} failed unexpectedly; the sweeper will retry", sessionId, e);
+                if (DatabaseErrors.isDatabase(e)) {
+                    log.warn(
+                            "turn for session {} failed on a database error; the sweeper will retry: {}",
+                            sessionId,
+                            e.toString());
+                } else {
+                    log.error("turn for session {} failed unexpectedly; the sweeper will retry", sessionId, e);
+                }
             } finally {
                 sessions.computeIfPresent(sessionId, (id, n) -> n == 1 ? null : n - 1);
                 release();

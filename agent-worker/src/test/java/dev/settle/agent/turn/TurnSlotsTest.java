@@ -1,6 +1,5 @@
 package dev.settle.agent.turn;
 
-import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.AppenderBase;
@@ -11,6 +10,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
+import org.springframework.dao.RecoverableDataAccessException;
 
 import java.time.Duration;
 import java.util.List;
@@ -150,13 +150,12 @@ class TurnSlotsTest {
     @Test
     void a_turn_that_fails_unexpectedly_is_logged_and_gives_its_slot_back() throws Exception {
         TurnSlots slots = agent.bean(TurnSlots.class);
-        List<String> errors = new CopyOnWriteArrayList<>();
+        List<String> logged = new CopyOnWriteArrayList<>();
         AppenderBase<ILoggingEvent> capture = new AppenderBase<>() {
             @Override
             protected void append(ILoggingEvent e) {
-                if (e.getLevel() == Level.ERROR) {
-                    errors.add(e.getFormattedMessage());
-                }
+                logged.add(e.getLevel() + " " + e.getFormattedMessage()
+                        + (e.getThrowableProxy() == null ? "" : " +stack"));
             }
         };
         capture.start();
@@ -168,9 +167,20 @@ class TurnSlotsTest {
                 throw new IllegalStateException("boom");
             });
             await().atMost(Duration.ofSeconds(10)).until(() -> slots.available() == 1);
+            assertTrue(slots.tryAcquire(), "the slot again");
+            slots.start(threads, 43, () -> {
+                throw new RecoverableDataAccessException("Communications link failure");
+            });
+            await().atMost(Duration.ofSeconds(10)).until(() -> slots.available() == 1);
         } finally {
             logger.detachAppender(capture);
         }
-        assertEquals(List.of("turn for session 42 failed unexpectedly; the sweeper will retry"), errors);
+        assertEquals(
+                List.of(
+                        "ERROR turn for session 42 failed unexpectedly; the sweeper will retry +stack",
+                        "WARN turn for session 43 failed on a database error; the sweeper will retry: "
+                                + "org.springframework.dao.RecoverableDataAccessException: Communications link failure"),
+                logged);
+        assertFalse(slots.running(42) || slots.running(43), "neither session has a turn in flight any more");
     }
 }
