@@ -22,12 +22,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * session (an exclusive lock) behind it, so the re-arm reads the session without locking it.
  */
 class RearmLockTest {
-    /** Transactions of this test's database waiting for a lock in a statement on debounce_timer. */
-    static final String REARM_LOCK_WAITS = """
-            SELECT COUNT(*) FROM information_schema.INNODB_TRX t
-              JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-             WHERE p.DB = DATABASE() AND t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE '%debounce_timer%'""";
-
     @Test
     void a_rearm_queued_on_a_timer_row_does_not_hold_the_session_row_against_ingest() throws Exception {
         try (TestAgent agent = new TestAgent("rearmlock", Map.of());
@@ -50,7 +44,7 @@ class RearmLockTest {
                 await("the re-arm queues on the locked timer row")
                         .atMost(Duration.ofSeconds(30))
                         .failFast("the re-arm finished instead of queueing on the locked timer row", rearm::isDone)
-                        .until(() -> agent.count(REARM_LOCK_WAITS) == 1);
+                        .until(() -> agent.lockWaitsOn("debounce_timer") == 1);
 
                 // ingest's upsert for a new message on the session, with a short lock wait
                 try (Statement st = ingest.createStatement()) {

@@ -69,6 +69,14 @@ public final class TestAgent implements AutoCloseable {
         return jdbc.queryForObject(sql, Integer.class, args);
     }
 
+    /** Transactions of this agent's database that the server shows waiting for a lock in a statement on {@code table}. */
+    public int lockWaitsOn(String table) {
+        return count("""
+                SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+                  JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+                 WHERE p.DB = DATABASE() AND t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE ?""", "%" + table + "%");
+    }
+
     @Override
     public void close() {
         context.close();

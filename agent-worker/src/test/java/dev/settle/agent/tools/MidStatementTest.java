@@ -68,6 +68,16 @@ class MidStatementTest {
         model.close();
     }
 
+    /** Starts a turn of {@code session} and returns once it has stopped inside its tool call. */
+    private static CompletableFuture<TurnOutcome> turnPausedInItsToolCall(ExecutorService threads, long session)
+            throws InterruptedException {
+        pausing.arm();
+        CompletableFuture<TurnOutcome> turn =
+                CompletableFuture.supplyAsync(() -> agent.bean(TurnRunner.class).run(session), threads);
+        assertTrue(pausing.awaitPaused(), "the turn is inside its tool call");
+        return turn;
+    }
+
     /** The model looks something up, then answers "looked it up". */
     private static void lookupThenAnswer() {
         model.respondWith(r -> r.messages().stream().anyMatch(m -> "tool".equals(m.role()))
@@ -81,11 +91,8 @@ class MidStatementTest {
         MeterRegistry meters = agent.bean(MeterRegistry.class);
         double fenced = meters.counter("settle.lease.fenced").count();
         long session = agent.sessionWithMessages(1);
-        pausing.arm();
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
-            CompletableFuture<TurnOutcome> turn = CompletableFuture.supplyAsync(
-                    () -> agent.bean(TurnRunner.class).run(session), threads);
-            assertTrue(pausing.awaitPaused(), "the turn is inside its tool call");
+            CompletableFuture<TurnOutcome> turn = turnPausedInItsToolCall(threads, session);
             HikariDataSource pool = agent.bean(HikariDataSource.class);
             List<Connection> taken = new ArrayList<>();
             try {
@@ -121,11 +128,8 @@ class MidStatementTest {
         MeterRegistry meters = agent.bean(MeterRegistry.class);
         double errors = meters.counter("settle.turns", "outcome", "error").count();
         long session = agent.sessionWithMessages(1);
-        pausing.arm();
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
-            CompletableFuture<TurnOutcome> turn = CompletableFuture.supplyAsync(
-                    () -> agent.bean(TurnRunner.class).run(session), threads);
-            assertTrue(pausing.awaitPaused(), "the turn is inside its tool call");
+            CompletableFuture<TurnOutcome> turn = turnPausedInItsToolCall(threads, session);
             agent.jdbc.execute("RENAME TABLE tool_execution TO tool_execution_away");
             try {
                 pausing.resume(); // recording the call's result fails: no such table

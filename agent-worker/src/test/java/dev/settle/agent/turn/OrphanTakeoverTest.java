@@ -59,12 +59,6 @@ class OrphanTakeoverTest {
                 "each taken over once");
     }
 
-    /** Transactions of this test's database waiting for a lock in a statement on chat_session. */
-    static final String SESSION_LOCK_WAITS = """
-            SELECT COUNT(*) FROM information_schema.INNODB_TRX t
-              JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-             WHERE p.DB = DATABASE() AND t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE '%chat_session%'""";
-
     @Test
     void a_look_starts_no_second_turn_for_a_session_whose_takeover_is_still_starting() throws Exception {
         long session = agent.sessionWithMessages(1);
@@ -85,7 +79,7 @@ class OrphanTakeoverTest {
             scanner.tick();
             await("the takeover's claim queues on the held row")
                     .atMost(Duration.ofSeconds(30))
-                    .until(() -> agent.count(SESSION_LOCK_WAITS) == 1);
+                    .until(() -> agent.lockWaitsOn("chat_session") == 1);
             scanner.tick(); // later looks still see the lease expired: its claim has not committed
             scanner.tick();
             holder.rollback();
