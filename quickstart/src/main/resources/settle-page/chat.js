@@ -87,6 +87,14 @@ function apply(type, d) {
       break;
     }
     case 'turn.started': {
+      // turns of a session run one at a time under its lease: once a newer turn starts, an earlier one with no
+      // ending event has ended without one (its worker was lost, or an error broke it)
+      for (const earlier of document.querySelectorAll('.turn.running')) {
+        if (Number(earlier.dataset.turnId) < d.turnId) {
+          end(earlier.dataset.turnId, 'abandoned').querySelector('.note').textContent =
+            'stopped without a reply (its worker was lost or hit an error); a later turn answers';
+        }
+      }
       const el = turn(d.turnId);
       el.dataset.from = d.fromVersion;
       el.dataset.to = d.toVersion;
