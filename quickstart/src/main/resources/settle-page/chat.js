@@ -87,10 +87,10 @@ function apply(type, d) {
       break;
     }
     case 'turn.started': {
-      // turns of a session run one at a time under its lease: once a newer turn starts, an earlier one with no
-      // ending event has ended without one (its worker was lost, or an error broke it)
+      // turns of a session run one at a time under its lease and events come in order: once a turn starts, any
+      // other turn still open has ended without an ending event (its worker was lost, or an error broke it)
       for (const earlier of document.querySelectorAll('.turn.running')) {
-        if (Number(earlier.dataset.turnId) < d.turnId) {
+        if (earlier.dataset.turnId !== String(d.turnId)) {
           end(earlier.dataset.turnId, 'abandoned').querySelector('.note').textContent =
             'stopped without a reply (its worker was lost or hit an error); a later turn answers';
         }
