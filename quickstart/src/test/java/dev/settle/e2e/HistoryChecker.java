@@ -222,7 +222,7 @@ final class HistoryChecker {
      * A session whose holder was killed mid-turn is taken over within TTL + 2 s. Judged: every lease held at the
      * kill, never renewed after it, whose turn was closed as abandoned — it expired within the TTL of the kill.
      */
-    private void checkTakeovers(List<ChaosFaults.Kill> kills) {
+    void checkTakeovers(List<ChaosFaults.Kill> kills) {
         for (ChaosFaults.Kill kill : kills) {
             for (Map.Entry<Long, String> lease : kill.leases().entrySet()) {
                 Integer abandoned = jdbc.queryForObject("""
