@@ -109,15 +109,14 @@ public class TurnRunner {
         inFlight.incrementAndGet();
         MDC.put("sessionId", Long.toString(sessionId));
         Ended ended = new Ended(TurnOutcome.LEASE_LOST, false, false);
-        Begun begun = new Begun();
         Heartbeats.Beat beat = heartbeats.start(lease);
         try (beat) {
-            ended = answer(lease, readyVersion, beat, new TurnControl(beat), begun);
+            ended = answer(lease, readyVersion, beat, new TurnControl(beat));
         } catch (RuntimeException e) {
             // a lost lease interrupts the turn's thread wherever it is: a database call it breaks throws its own
             // exception, which is the lease's loss too
             if (!(e instanceof LeaseLostException) && beat.alive()) {
-                ended = broken(lease, begun, e);
+                ended = broken(lease, e);
             } else {
                 meters.counter("settle.lease.fenced").increment();
                 log.info(
@@ -161,24 +160,17 @@ public class TurnRunner {
         }
     }
 
-    /** The turn's id once it has begun (0 before). */
-    private static final class Begun {
-        long turnId;
-    }
-
     /**
      * An unexpected error broke the turn while its lease was alive: the turn is closed with the error as its reason
      * (if it had begun, and the database answers) and the caller releases the lease and re-arms the session. A
      * database error is logged in one line (connections break, failovers happen); anything else with its stack.
      */
-    private Ended broken(SessionLease.Lease lease, Begun begun, RuntimeException e) {
+    private Ended broken(SessionLease.Lease lease, RuntimeException e) {
         String closed = "";
-        if (begun.turnId != 0) {
-            try {
-                turns.closeBroken(lease, begun.turnId, e);
-            } catch (RuntimeException again) {
-                closed = " (the turn stays RUNNING for the next holder to close: " + again + ")";
-            }
+        try {
+            turns.closeBroken(lease, e);
+        } catch (RuntimeException again) {
+            closed = " (the turn stays RUNNING for the next holder to close: " + again + ")";
         }
         if (DatabaseErrors.isDatabase(e)) {
             log.warn("session {}: turn broken by a database error, to run again: {}{}", lease.sessionId(), e, closed);
@@ -188,8 +180,7 @@ public class TurnRunner {
         return Ended.of(TurnOutcome.ERROR);
     }
 
-    private Ended answer(
-            SessionLease.Lease lease, long readyVersion, Heartbeats.Beat beat, TurnControl control, Begun begun) {
+    private Ended answer(SessionLease.Lease lease, long readyVersion, Heartbeats.Beat beat, TurnControl control) {
         Conversation.Snapshot turn = conversation.load(lease, readyVersion);
         if (turn == null) {
             return Ended.of(TurnOutcome.NOTHING);
@@ -198,7 +189,6 @@ public class TurnRunner {
         if (turnId == null) {
             throw new LeaseLostException();
         }
-        begun.turnId = turnId;
         MDC.put("turnId", Long.toString(turnId));
         interrupts.watch(lease.sessionId(), turn.toVersion(), control);
         AgentLoop.Usage usage = new AgentLoop.Usage();

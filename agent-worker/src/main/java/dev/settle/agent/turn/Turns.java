@@ -78,12 +78,13 @@ public class Turns {
     /**
      * A turn broken by an unexpected error (a database connection lost mid-statement, a rollback that failed) is
      * closed by its own holder with the error as its reason, so that its record says what happened; left RUNNING,
-     * the next holder would close it as abandoned. Only the turn's own row is touched (no session lock); a successor
-     * that closed it first keeps its reason. Parameters: reason, turn, the turn's lease token.
+     * the next holder would close it as abandoned. A lease opens at most one turn, so the lease's token names it (no
+     * row matches when the turn had not begun). Only the turn's own row is touched (no session lock); a successor
+     * that closed it first keeps its reason. Parameters: reason, session, the turn's lease token.
      */
     static final String CLOSE_BROKEN = """
             UPDATE chat_turn SET state = 'FAILED', reason = ?, ended_at = UTC_TIMESTAMP(6)
-             WHERE id = ? AND state = 'RUNNING' AND lease_token = ?""";
+             WHERE session_id = ? AND lease_token = ? AND state = 'RUNNING'""";
 
     /** The longest reason {@code chat_turn.reason} holds. */
     static final int REASON_CHARS = 500;
@@ -139,16 +140,16 @@ public class Turns {
     /**
      * {@link #CLOSE_BROKEN}: the reason is {@code error: } and the innermost cause of {@code error}.
      *
-     * @return false when the turn was no longer RUNNING under this lease
+     * @return false when no turn was RUNNING under this lease (none had begun, or it was closed already)
      */
-    public boolean closeBroken(SessionLease.Lease lease, long turnId, Throwable error) {
+    public boolean closeBroken(SessionLease.Lease lease, Throwable error) {
         Throwable root = Causes.root(error);
         String reason = "error: " + root.getClass().getSimpleName()
                 + (root.getMessage() == null ? "" : ": " + root.getMessage());
         if (reason.length() > REASON_CHARS) {
             reason = reason.substring(0, REASON_CHARS);
         }
-        return jdbc.update(CLOSE_BROKEN, reason, turnId, lease.token()) == 1;
+        return jdbc.update(CLOSE_BROKEN, reason, lease.sessionId(), lease.token()) == 1;
     }
 
     /** The turn's opening event, {@code turn.started}: the span it answers. */
