@@ -33,8 +33,16 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
     private static final Set<String> CREATES_STATEMENT =
             Set.of("createStatement", "prepareStatement", "prepareCall", "setSavepoint");
 
+    private final SlowTransactions slow;
+
     public StartTransactionDataSource(DataSource pool) {
+        this(pool, new SlowTransactions(SlowTransactions.DEFAULT_THRESHOLD));
+    }
+
+    /** @param slow reports the transactions that stay open long */
+    public StartTransactionDataSource(DataSource pool, SlowTransactions slow) {
         super(pool);
+        this.slow = slow;
     }
 
     @Override
@@ -52,11 +60,11 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
         return obtainTargetDataSource();
     }
 
-    private static Connection framed(Connection connection) {
+    private Connection framed(Connection connection) {
         return (Connection) Proxy.newProxyInstance(
                 StartTransactionDataSource.class.getClassLoader(),
                 new Class<?>[] {Connection.class},
-                new Framing(connection));
+                new Framing(connection, slow));
     }
 
     private enum State {
@@ -70,10 +78,14 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
 
     private static final class Framing implements InvocationHandler {
         private final Connection target;
+        private final SlowTransactions slow;
         private State state = State.AUTOCOMMIT;
+        /** The open transaction's watch, while one is open and reported. */
+        private SlowTransactions.Watch watch;
 
-        Framing(Connection target) {
+        Framing(Connection target, SlowTransactions slow) {
             this.target = target;
+            this.slow = slow;
         }
 
         @Override
@@ -114,9 +126,10 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
                 case "close" -> {
                     try {
                         if (state == State.OPEN && !target.isClosed()) {
-                            send("ROLLBACK");
+                            sendEnd("ROLLBACK");
                         }
                     } finally {
+                        watch = null;
                         state = State.AUTOCOMMIT;
                         target.close();
                     }
@@ -126,6 +139,10 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
                     if (state == State.IDLE && CREATES_STATEMENT.contains(name)) {
                         send("START TRANSACTION");
                         state = State.OPEN;
+                        watch = slow.begin();
+                    }
+                    if (watch != null && CREATES_STATEMENT.contains(name)) {
+                        watch.prepared(args != null && args[0] instanceof String sql ? sql : name + "()");
                     }
                     return call(method, args);
                 }
@@ -135,7 +152,7 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
         private void setAutoCommit(boolean on) throws SQLException {
             if (on) {
                 if (state == State.OPEN) {
-                    send("COMMIT");
+                    sendEnd("COMMIT");
                 }
                 if (state != State.AUTOCOMMIT) {
                     state = State.AUTOCOMMIT;
@@ -152,8 +169,21 @@ public final class StartTransactionDataSource extends DelegatingDataSource imple
         /** Ends the open transaction, if a statement began one; the next statement begins the next. */
         private void end(String verb) throws SQLException {
             if (state == State.OPEN) {
-                send(verb); // when it fails the state stays OPEN: a rollback or close still sends ROLLBACK
+                sendEnd(verb); // when it fails the state stays OPEN: a rollback or close still sends ROLLBACK
                 state = State.IDLE;
+            }
+        }
+
+        /** Sends the open transaction's COMMIT or ROLLBACK and reports the transaction if it was open long. */
+        private void sendEnd(String verb) throws SQLException {
+            try {
+                send(verb);
+            } finally {
+                if (watch != null) {
+                    SlowTransactions.Watch ended = watch;
+                    watch = null;
+                    ended.ended(verb);
+                }
             }
         }
 

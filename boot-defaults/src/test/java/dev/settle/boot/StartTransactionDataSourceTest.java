@@ -16,6 +16,7 @@ import org.springframework.transaction.support.TransactionTemplate;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
+import java.time.Duration;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -142,6 +143,53 @@ class StartTransactionDataSourceTest {
         }
 
         assertThat(committedIds()).containsExactly(1);
+    }
+
+    /**
+     * A transaction open longer than the threshold is reported once, with its statements at their offsets; a short
+     * one on the same view is not. The pause between the statements stands for a thread that stalls with its locks
+     * held.
+     */
+    @Test
+    void a_transaction_open_longer_than_the_threshold_is_reported_with_its_statements() {
+        List<String> reports = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TransactionTemplate watched = new TransactionTemplate(new JdbcTransactionManager(
+                new StartTransactionDataSource(pool, new SlowTransactions(Duration.ofMillis(500), reports::add))));
+
+        watched.executeWithoutResult(s -> jdbc.update("INSERT INTO t VALUES (1)"));
+        assertThat(reports).isEmpty();
+
+        watched.executeWithoutResult(s -> {
+            jdbc.update("INSERT INTO t VALUES (?)", 2);
+            pause(Duration.ofMillis(600));
+            jdbc.update("INSERT   INTO t\n VALUES (?)", 3);
+        });
+
+        assertThat(reports).hasSize(1);
+        String report = reports.getFirst();
+        assertThat(report)
+                .startsWith("transaction open ")
+                .contains("ms until its COMMIT on thread "
+                        + Thread.currentThread().getName() + ": +0.0 START TRANSACTION | +")
+                .contains(" INSERT INTO t VALUES (?) | +")
+                .endsWith(" COMMIT");
+        List<Double> offsets = java.util.regex.Pattern.compile("\\| \\+([0-9.]+) INSERT INTO t VALUES \\(\\?\\)")
+                .matcher(report)
+                .results()
+                .map(m -> Double.parseDouble(m.group(1)))
+                .toList();
+        assertThat(offsets).hasSize(2);
+        assertThat(offsets.get(1) - offsets.get(0)).isGreaterThanOrEqualTo(600.0);
+        assertThat(committedIds()).containsExactly(1, 2, 3);
+    }
+
+    private static void pause(Duration d) {
+        try {
+            Thread.sleep(d);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     private static List<String> sent() {
