@@ -88,11 +88,10 @@ function apply(type, d) {
     }
     case 'turn.started': {
       // turns of a session run one at a time under its lease and events come in order: once a turn starts, any
-      // other turn still open has ended without an ending event (its worker was lost, or an error broke it)
+      // other turn still open has ended, even one whose turn.abandoned could not be written (the database failed)
       for (const earlier of document.querySelectorAll('.turn.running')) {
         if (earlier.dataset.turnId !== String(d.turnId)) {
-          end(earlier.dataset.turnId, 'abandoned').querySelector('.note').textContent =
-            'stopped without a reply (its worker was lost or hit an error); a later turn answers';
+          stopped(earlier.dataset.turnId, 'its worker was lost or hit an error');
         }
       }
       const el = turn(d.turnId);
@@ -142,6 +141,9 @@ function apply(type, d) {
       el.querySelector('.state').textContent = `reply, covers v${el.dataset.from ?? 1}–v${d.coversVersion}`;
       break;
     }
+    case 'turn.abandoned':
+      stopped(d.turnId, d.reason);
+      break;
     case 'turn.failed':
       end(d.turnId, 'failed').querySelector('.note').textContent = 'failed: ' + (d.error ?? d.reason ?? '');
       break;
@@ -164,6 +166,12 @@ function turn(turnId) {
   add('div', 'text', el);
   add('div', 'note', el);
   return el;
+}
+
+/** A turn that ended without a reply of its own (its worker was lost, or an error broke it); its text is kept. */
+function stopped(turnId, why) {
+  end(turnId, 'abandoned').querySelector('.note').textContent =
+    `stopped without a reply (${why}); a later turn answers`;
 }
 
 function end(turnId, state) {

@@ -265,28 +265,40 @@ class ChatPageBrowserTest {
     }
 
     /**
-     * A turn whose worker was killed (or broke on a database error) has no ending event; the page shows it stopped
-     * once a later turn starts, instead of "generating" forever beside the answer. The events are those of such a
-     * history, stored as the page stores what it was shown, and folded by the same code that folds the live stream.
+     * A turn whose worker was killed (or broke on a database error) ends with {@code turn.abandoned}; the page shows
+     * it stopped with its reason, its partial text kept. Should that event be missing (the database failed as the
+     * turn ended), the turn is shown stopped once a later turn starts, instead of "generating" forever beside the
+     * answer. The events are those of such a history, stored as the page stores what it was shown, and folded by the
+     * same code that folds the live stream.
      */
     @Test
     void a_turn_left_without_an_ending_is_shown_stopped_when_a_later_turn_starts() {
         String s = SettleSystem.newSessionId();
         openSession(s);
         browser.executeScript("sessionStorage.setItem(arguments[0], arguments[1])", "settle.stream." + s, """
-                {"last": 4, "events": [
+                {"last": 7, "events": [
+                  {"type": "turn.started", "data": {"turnId": 5, "fromVersion": 1, "toVersion": 1}},
+                  {"type": "reply.delta", "data": {"turnId": 5, "seq": 1, "text": "a first try"}},
+                  {"type": "turn.abandoned", "data": {"turnId": 5, "reason": "abandoned: its holder lost the lease"}},
                   {"type": "turn.started", "data": {"turnId": 7, "fromVersion": 1, "toVersion": 1}},
                   {"type": "reply.delta", "data": {"turnId": 7, "seq": 1, "text": "half an ans"}},
                   {"type": "turn.started", "data": {"turnId": 9, "fromVersion": 1, "toVersion": 1}},
                   {"type": "reply.delta", "data": {"turnId": 9, "seq": 1, "text": "the answer"}}]}""");
         browser.navigate().refresh();
 
-        WebElement stopped = awaitTurn("abandoned");
-        assertEquals("turn-7", stopped.getDomAttribute("id"));
-        assertEquals("half an ans", text(stopped.findElement(By.className("text"))), "its partial text stays");
+        awaitTurn("abandoned");
+        List<WebElement> stopped = browser.findElements(By.cssSelector(".turn.abandoned"));
+        assertEquals(
+                List.of("turn-5", "turn-7"),
+                stopped.stream().map(e -> e.getDomAttribute("id")).toList());
+        assertEquals("a first try", text(stopped.get(0).findElement(By.className("text"))), "its partial text stays");
+        assertEquals(
+                "stopped without a reply (abandoned: its holder lost the lease); a later turn answers",
+                stopped.get(0).findElement(By.className("note")).getText());
+        assertEquals("half an ans", text(stopped.get(1).findElement(By.className("text"))));
         assertEquals(
                 "stopped without a reply (its worker was lost or hit an error); a later turn answers",
-                stopped.findElement(By.className("note")).getText());
+                stopped.get(1).findElement(By.className("note")).getText());
         assertEquals(
                 List.of("turn-9"),
                 browser.findElements(By.cssSelector(".turn.running")).stream()

@@ -67,6 +67,9 @@ public final class TurnStream implements AutoCloseable {
     private final SessionLease.Lease lease;
     private final long turnId;
     private final AgentSettings.Stream settings;
+    /** The longest {@link #close()} waits for the writer to write what is queued. */
+    static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
     /** Started by the first delta, {@link #sync()} or end: a turn waiting for its model's first token holds no thread. */
     private volatile Thread writer;
 
@@ -273,10 +276,22 @@ public final class TurnStream implements AutoCloseable {
         }
     }
 
+    /**
+     * Ends a turn that stopped without {@link #finish()} or {@link #handOver()} (an exception): the writer writes what
+     * is queued and stops, and this waits for it, at most {@link #CLOSE_WAIT}, so that whoever closes the turn next
+     * writes after everything of its stream. An interrupted thread (its lease was lost) does not wait: the turn is
+     * closed by the next holder, whose lock on the session row fences this writer.
+     */
     @Override
     public void close() {
-        if (writer().isAlive()) {
+        Thread w = writer();
+        if (w.isAlive()) {
             queue.add(END);
+            try {
+                w.join(CLOSE_WAIT);
+            } catch (java.lang.InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 }

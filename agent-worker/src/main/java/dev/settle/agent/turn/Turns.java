@@ -1,6 +1,7 @@
 package dev.settle.agent.turn;
 
 import dev.settle.agent.lease.SessionLease;
+import dev.settle.agent.stream.TurnStream;
 import dev.settle.schema.Causes;
 import dev.settle.schema.GuardedInsert;
 import dev.settle.schema.SessionEvents;
@@ -68,26 +69,45 @@ public class Turns {
         }
     }
 
+    /** The reason of a turn whose holder lost its lease, closed by the next holder. */
+    static final String ABANDONED = "abandoned: its holder lost the lease";
+
     /** Turns left RUNNING by a holder that lost its lease (crashed or paused): closed by the next holder. */
     static final String CLOSE_ABANDONED = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.state = 'FAILED', t.reason = 'abandoned: its holder lost the lease', t.ended_at = UTC_TIMESTAMP(6)
+               SET t.state = 'FAILED', t.reason = ?, t.ended_at = UTC_TIMESTAMP(6)
              WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ?
                AND\s""" + SessionRules.LEASE_OURS;
+
+    /**
+     * The turns earlier holders left RUNNING, each with whether its stream opened (its {@code turn.started} was
+     * written; the event's row carries the turn's id, {@code uk_event_chunk}).
+     */
+    static final String LEFT_RUNNING = "SELECT t.id, " + Stopped.OPENED
+            + " FROM chat_turn t WHERE t.session_id = ? AND t.state = 'RUNNING' AND t.lease_token <> ?";
 
     /**
      * A turn broken by an unexpected error (a database connection lost mid-statement, a rollback that failed) is
      * closed by its own holder with the error as its reason, so that its record says what happened; left RUNNING,
      * the next holder would close it as abandoned. A lease opens at most one turn, so the lease's token names it (no
-     * row matches when the turn had not begun). Only the turn's own row is touched (no session lock); a successor
-     * that closed it first keeps its reason. Parameters: reason, session, the turn's lease token.
+     * row matches when the turn had not begun; a successor that closed it first keeps its reason). Parameters:
+     * reason, session, the turn's lease token.
      */
     static final String CLOSE_BROKEN = """
             UPDATE chat_turn SET state = 'FAILED', reason = ?, ended_at = UTC_TIMESTAMP(6)
              WHERE session_id = ? AND lease_token = ? AND state = 'RUNNING'""";
 
-    /** The longest reason {@code chat_turn.reason} holds. */
-    static final int REASON_CHARS = 500;
+    /** The turn a lease opened, while it is RUNNING, with whether its stream opened. */
+    static final String RUNNING_UNDER = "SELECT t.id, " + Stopped.OPENED
+            + " FROM chat_turn t WHERE t.session_id = ? AND t.lease_token = ? AND t.state = 'RUNNING'";
+
+    /** A turn that ends without a reply of its own: its id, and whether its stream opened. */
+    record Stopped(long turnId, boolean opened) {
+        static final String OPENED = "EXISTS (SELECT 1 FROM session_event e WHERE e.turn_id = t.id) AS opened";
+
+        static final org.springframework.jdbc.core.RowMapper<Stopped> ROW =
+                (rs, i) -> new Stopped(rs.getLong("id"), rs.getBoolean("opened"));
+    }
 
     /**
      * The usage of a discarded turn whose last call was cut off before the server reported usage: estimated from
@@ -126,30 +146,84 @@ public class Turns {
 
     /**
      * Opens a RUNNING turn in one guarded statement; null when the lease is gone. Turns an earlier holder left
-     * RUNNING are closed first, when the snapshot saw one ({@code abandoned}). Its {@code turn.started} event is
-     * written by the turn's stream ({@link #started}), before anything else of the turn.
+     * RUNNING are closed first, when the snapshot saw one ({@code abandoned}, {@link #closeAbandoned}). Its
+     * {@code turn.started} event is written by the turn's stream ({@link #started}), before anything else of the turn.
      */
     public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion, boolean abandoned) {
         if (abandoned) {
-            jdbc.update(CLOSE_ABANDONED, lease.sessionId(), lease.token(), lease.token());
+            closeAbandoned(lease);
         }
         return GuardedInsert.insert(
                 jdbc, BEGIN, lease.sessionId(), lease.token(), lease.token(), lease.epoch(), fromVersion, toVersion);
     }
 
     /**
-     * {@link #CLOSE_BROKEN}: the reason is {@code error: } and the innermost cause of {@code error}.
+     * Closes the turns earlier holders left RUNNING as FAILED ({@link #ABANDONED}) and ends the stream of each that
+     * opened one with {@code turn.abandoned}, in one transaction that locks the session row first: the earlier
+     * holders' writes are fenced by that row, so none of them is in flight and what their streams hold is final.
+     * Nothing is closed when the lease is gone (the turn's own {@link #BEGIN} is refused too).
+     */
+    void closeAbandoned(SessionLease.Lease lease) {
+        tx.execute(status -> {
+            if (!leases.lockHeld(lease)) {
+                return false;
+            }
+            List<Stopped> stopped = jdbc.query(LEFT_RUNNING, Stopped.ROW, lease.sessionId(), lease.token());
+            if (stopped.isEmpty()) {
+                return false;
+            }
+            jdbc.update(CLOSE_ABANDONED, ABANDONED, lease.sessionId(), lease.token(), lease.token());
+            return announceEnds(status, lease, stopped, ABANDONED);
+        });
+    }
+
+    /**
+     * {@link #CLOSE_BROKEN}, the reason being {@code error: } and the innermost cause of {@code error}, and the turn's
+     * stream, if it opened one, ended with {@code turn.abandoned}: in one transaction under the session row's lock,
+     * while the lease is live. Called once the turn's stream writer stopped ({@link TurnStream#close()}), so nothing
+     * of the turn is written after its end.
      *
-     * @return false when no turn was RUNNING under this lease (none had begun, or it was closed already)
+     * @return false when no turn was RUNNING under this lease (none had begun, or it was closed already) or the lease
+     *     is gone (the next holder closes it)
      */
     public boolean closeBroken(SessionLease.Lease lease, Throwable error) {
         Throwable root = Causes.root(error);
         String reason = "error: " + root.getClass().getSimpleName()
                 + (root.getMessage() == null ? "" : ": " + root.getMessage());
-        if (reason.length() > REASON_CHARS) {
-            reason = reason.substring(0, REASON_CHARS);
+        String truncated = truncate(reason);
+        return Boolean.TRUE.equals(tx.execute(status -> {
+            if (!leases.lockHeld(lease)) {
+                return false;
+            }
+            List<Stopped> turn = jdbc.query(RUNNING_UNDER, Stopped.ROW, lease.sessionId(), lease.token());
+            if (turn.isEmpty()) {
+                return false;
+            }
+            jdbc.update(CLOSE_BROKEN, truncated, lease.sessionId(), lease.token());
+            return announceEnds(status, lease, turn, truncated);
+        }));
+    }
+
+    /**
+     * The {@code turn.abandoned} event ({@code turnId}, {@code reason}) of each turn in {@code ended} whose stream
+     * opened: a client that saw it start sees it end without a reply, and a later turn answers its messages.
+     */
+    private boolean announceEnds(
+            TransactionStatus status, SessionLease.Lease lease, List<Stopped> ended, String reason) {
+        List<SessionEvents.Event> events = new ArrayList<>();
+        for (Stopped turn : ended) {
+            if (turn.opened()) {
+                Map<String, Object> data = new LinkedHashMap<>();
+                data.put("turnId", turn.turnId());
+                data.put("reason", reason);
+                events.add(SessionEvents.Event.of("turn.abandoned", turn.turnId(), data));
+            }
         }
-        return jdbc.update(CLOSE_BROKEN, reason, lease.sessionId(), lease.token()) == 1;
+        if (!SessionEvents.append(jdbc, lease.sessionId(), lease.token(), events)) {
+            status.setRollbackOnly();
+            return false;
+        }
+        return true;
     }
 
     /** The turn's opening event, {@code turn.started}: the span it answers. */

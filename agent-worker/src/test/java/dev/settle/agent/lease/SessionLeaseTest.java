@@ -2,6 +2,7 @@ package dev.settle.agent.lease;
 
 import dev.settle.agent.TestAgent;
 import dev.settle.agent.stream.TurnStream;
+import dev.settle.agent.stream.TurnStreams;
 import dev.settle.agent.turn.Conversation;
 import dev.settle.agent.turn.ReplyCommit;
 import dev.settle.agent.turn.Turns;
@@ -125,6 +126,72 @@ class SessionLeaseTest {
                 agent.count("SELECT COUNT(*) FROM chat_message WHERE session_id = ? AND role = 'assistant'", session));
         assertEquals(1, agent.count("SELECT COUNT(*) FROM webhook_delivery WHERE session_id = ?", session));
         leases.release(successor);
+    }
+
+    /**
+     * A turn whose holder lost its lease mid-stream ends its stream with {@code turn.abandoned}, written by the next
+     * holder as it closes the turn, before anything of its own turn; a turn that never opened its stream gets no
+     * event (no client saw it start).
+     */
+    @Test
+    void a_turn_left_running_ends_its_stream_with_turn_abandoned_before_the_next_turn_starts() {
+        long session = agent.sessionWithMessages(1);
+        SessionLease.Lease lost = leases.claim(session);
+        Conversation.Snapshot seen = conversation.load(lost);
+        long opened = turns.begin(lost, seen.fromVersion(), seen.toVersion());
+        try (TurnStream stream = agent.bean(TurnStreams.class)
+                .open(lost, opened, Turns.started(opened, seen.fromVersion(), seen.toVersion()))) {
+            stream.delta("partial ");
+            stream.sync(); // written; the holder then dies without ending its turn
+        }
+        expire(session);
+
+        SessionLease.Lease second = leases.claim(session);
+        Conversation.Snapshot again = conversation.load(second);
+        assertTrue(again.abandoned());
+        long silent = turns.begin(second, again.fromVersion(), again.toVersion(), again.abandoned());
+        expire(session); // dies before its stream opened
+
+        SessionLease.Lease third = leases.claim(session);
+        Conversation.Snapshot last = conversation.load(third);
+        long answering = turns.begin(third, last.fromVersion(), last.toVersion(), last.abandoned());
+        try (TurnStream stream = agent.bean(TurnStreams.class)
+                .open(third, answering, Turns.started(answering, last.fromVersion(), last.toVersion()))) {
+            stream.sync();
+        }
+
+        assertEquals(
+                List.of(
+                        "turn.started " + opened,
+                        "reply.delta " + opened,
+                        "turn.abandoned " + opened,
+                        "turn.started " + answering),
+                agent.jdbc.queryForList(
+                        "SELECT CONCAT(type, ' ', turn_id) FROM session_event WHERE session_id = ? ORDER BY seq",
+                        String.class,
+                        session),
+                "the abandoned stream ends before the next turn's starts; the silent turn has no events");
+        assertEquals(
+                "{\"turnId\":" + opened + ",\"reason\":\"abandoned: its holder lost the lease\"}",
+                agent.jdbc.queryForObject(
+                        "SELECT data FROM session_event WHERE turn_id = ? AND type = 'turn.abandoned'",
+                        String.class,
+                        opened));
+        assertEquals(
+                List.of("FAILED", "FAILED", "RUNNING"),
+                agent.jdbc.queryForList(
+                        "SELECT state FROM chat_turn WHERE id IN (?, ?, ?) ORDER BY id",
+                        String.class,
+                        opened,
+                        silent,
+                        answering));
+        leases.release(third);
+    }
+
+    private static void expire(long session) {
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?",
+                session);
     }
 
     @Test

@@ -36,8 +36,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *       (counted in {@code settle.lease.fenced}), not an unexpected failure of the turn;</li>
  *   <li>the call fails while the lease is alive (here: the table the result goes to is away for a moment, as a
  *       connection lost mid-statement would break it): the turn ends as an error, its row FAILED with the error as
- *       its reason (not RUNNING, to be closed later as "abandoned" by whoever claims the session next), its lease
- *       released, and the session's next turn answers it once.</li>
+ *       its reason (not RUNNING, to be closed later as "abandoned" by whoever claims the session next), its stream
+ *       ended by {@code turn.abandoned} with that reason, its lease released, and the session's next turn answers it
+ *       once.</li>
  * </ul>
  *
  * Lease TTL 1 h: no scheduled renewal runs; the first test runs the one round that finds the lease gone.
@@ -149,6 +150,17 @@ class MidStatementTest {
         assertNull(
                 agent.jdbc.queryForObject("SELECT lease_token FROM chat_session WHERE id = ?", String.class, session),
                 "the lease is released");
+        List<String> events = agent.jdbc.queryForList(
+                "SELECT type FROM session_event WHERE turn_id = ? ORDER BY seq", String.class, broken.get("id"));
+        assertEquals("turn.started", events.getFirst(), events.toString());
+        assertEquals("turn.abandoned", events.getLast(), "its stream ends with turn.abandoned: " + events);
+        assertEquals(1, java.util.Collections.frequency(events, "turn.abandoned"), events.toString());
+        assertEquals(
+                broken.get("reason"),
+                agent.jdbc.queryForObject(
+                        "SELECT JSON_VALUE(data, '$.reason') FROM session_event WHERE turn_id = ? AND type = 'turn.abandoned'",
+                        String.class,
+                        broken.get("id")));
 
         assertEquals(TurnOutcome.COMMITTED, agent.bean(TurnRunner.class).run(session));
         assertEquals(

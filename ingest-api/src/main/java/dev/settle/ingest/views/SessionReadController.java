@@ -57,7 +57,7 @@ public class SessionReadController {
 
     /**
      * Server-Sent Events of the session: message.accepted, turn.started, reply.delta, tool.started,
-     * tool.completed, turn.discarded, reply.created, turn.failed, delivery.exhausted (a webhook delivery of the
+     * tool.completed, turn.discarded, reply.created, turn.failed, turn.abandoned, delivery.exhausted (a webhook delivery of the
      * session became FAILED; see docs/WEBHOOKS.md). Resume with {@code Last-Event-ID}. A session id the tenant has
      * not used yet is streamed as well: the stream waits for the session and streams it from its first event (see
      * {@link EventStream}), so a client can open it before the first message. Open streams are bounded
