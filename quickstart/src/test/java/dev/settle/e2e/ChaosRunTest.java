@@ -233,7 +233,7 @@ class ChaosRunTest {
         checkerCatchesSlowPosts(settle, faults, startedNanos);
     }
 
-    /** The checker is not a rubber stamp: break the history in three ways and it names each session. */
+    /** The checker is not a rubber stamp: break the history in four ways and it names each session. */
     static void checkerCatchesBrokenHistories(
             SettleSystem settle, List<String> ids, ChaosWorkload workload, ChaosFaults faults) {
         String booker = ids.stream()
@@ -248,6 +248,9 @@ class ChaosRunTest {
                 UPDATE chat_message m JOIN chat_session s ON s.id = m.session_id
                    SET m.text = CONCAT(m.text, ' (edited)') WHERE s.external_id = ? AND m.role = 'assistant'""", other);
         settle.jdbc.update("UPDATE chat_session SET version = version + 1 WHERE external_id = ?", other);
+        settle.jdbc.update("""
+                DELETE e FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.type = 'reply.created'""", booker);
         HistoryChecker again = new HistoryChecker(settle.jdbc, SettleSystem.MAX_WAIT, TTL);
         again.check(List.of(booker, other), workload, settle.receiver.deliveries(), faults.kills);
         String all = String.join("\n", again.violations);
@@ -255,6 +258,8 @@ class ChaosRunTest {
         org.junit.jupiter.api.Assertions.assertTrue(
                 all.contains(other + ": ") && all.contains("differs from its persisted stream"), all);
         org.junit.jupiter.api.Assertions.assertTrue(all.contains("versions"), all);
+        org.junit.jupiter.api.Assertions.assertTrue(
+                all.contains(booker + ": turn ") && all.contains("'s stream has 0 ending events"), all);
     }
 
     /**

@@ -99,6 +99,7 @@ final class HistoryChecker {
         for (Reply r : replies) {
             checkPersisted(s, r);
         }
+        checkStreamsEnd(s);
         // every reply delivered, per-session order held
         Map<String, WebhookReceiver.Delivery> firstAck = new HashMap<>();
         for (WebhookReceiver.Delivery d : acked) {
@@ -203,6 +204,35 @@ final class HistoryChecker {
                         + " accepted before its event seq " + committed + ")");
             }
         }
+    }
+
+    /** The events that end a turn's stream. */
+    static final java.util.Set<String> ENDINGS =
+            java.util.Set.of("reply.created", "turn.discarded", "turn.failed", "turn.abandoned");
+
+    /**
+     * Every turn a client saw start (its stream has events) is seen to end: its events, in seq order, hold exactly one
+     * ending event, and it is their last — whether the turn replied, was discarded, failed, or was abandoned by a
+     * killed worker or an error.
+     */
+    void checkStreamsEnd(String s) {
+        Map<Long, List<String>> byTurn = new java.util.LinkedHashMap<>();
+        jdbc.query(
+                """
+                SELECT e.turn_id, e.type FROM session_event e JOIN chat_session s ON s.id = e.session_id
+                 WHERE s.external_id = ? AND e.turn_id IS NOT NULL ORDER BY e.seq""",
+                rs -> {
+                    byTurn.computeIfAbsent(rs.getLong(1), t -> new ArrayList<>())
+                            .add(rs.getString(2));
+                },
+                s);
+        byTurn.forEach((turn, types) -> {
+            long endings = types.stream().filter(ENDINGS::contains).count();
+            if (endings != 1 || !ENDINGS.contains(types.getLast())) {
+                violations.add(s + ": turn " + turn + "'s stream has " + endings + " ending events and ends with "
+                        + types.subList(Math.max(0, types.size() - 3), types.size()));
+            }
+        });
     }
 
     private void checkPersisted(String s, Reply r) {
