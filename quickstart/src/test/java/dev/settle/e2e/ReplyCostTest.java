@@ -79,6 +79,11 @@ class ReplyCostTest {
         assertEquals(2, transactions(byApp.get("debounce-worker")), report);
         assertEquals(12, byApp.get("agent-worker").size(), report);
         assertEquals(4, transactions(byApp.get("agent-worker")), report);
+        assertEquals(
+                List.of("UPDATE chat_session s", "INSERT INTO session_event", "INSERT INTO chat_message", "COMMIT"),
+                underSessionLock(byApp.get("agent-worker"), "UPDATE chat_session s STRAIGHT_JOIN chat_turn t"),
+                "the reply's transaction holds the session row from its guarded UPDATE to its COMMIT over these "
+                        + "statements only (the webhook's outbox rows are written before it)\n" + report);
         // the accept's rows stay locked while a virtual thread waits for a carrier between its statements
         List<String> fromVirtualThreads = byApp.get("ingest-api").stream()
                 .filter(st -> st.inTransaction() && st.virtualThread())
@@ -131,6 +136,28 @@ class ReplyCostTest {
                     .append('\n'));
         });
         return report.toString();
+    }
+
+    /**
+     * The statements its thread sent from the first statement starting with {@code lock} (the one that locks the
+     * session row) to the COMMIT that ends its transaction, each by its first three words.
+     */
+    private static List<String> underSessionLock(List<SqlTrace.Statement> statements, String lock) {
+        SqlTrace.Statement first = statements.stream()
+                .filter(st -> st.shape().startsWith(lock))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no statement " + lock));
+        List<String> held = new java.util.ArrayList<>();
+        for (SqlTrace.Statement st : statements.subList(statements.indexOf(first), statements.size())) {
+            if (st.threadId() == first.threadId()) {
+                String[] words = st.shape().strip().split("\\s+", 4);
+                held.add(String.join(" ", java.util.Arrays.asList(words).subList(0, Math.min(3, words.length))));
+                if (st.isCommit()) {
+                    break;
+                }
+            }
+        }
+        return held;
     }
 
     static long transactions(List<SqlTrace.Statement> statements) {

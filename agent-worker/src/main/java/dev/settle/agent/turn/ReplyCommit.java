@@ -37,8 +37,13 @@ import java.util.UUID;
  *       answer the session before this transaction ends: the statements after it need no fence of their own. In
  *       the same transaction: the stream's last events and {@code reply.created} (seqs reserved by ADVANCE), the
  *       reply row (unique per covered version) — inserted only if the turn's persisted deltas are all there
- *       ({@link #INSERT_REPLY}; otherwise the whole reply rolls back and the turn fails) —, the outbox row of its
- *       webhook ({@link Outbox}) and the deletion of the burst ends it covered.</li>
+ *       ({@link #INSERT_REPLY}; otherwise the whole reply rolls back and the turn fails) — and the deletion of the
+ *       burst ends it covered.</li>
+ *   <li>The outbox row of its webhook ({@link Outbox}) is written first, before ADVANCE: it needs nothing ADVANCE
+ *       reserves, locks only its own new rows, and only a lease holder writes a session's deliveries, so it needs
+ *       no session lock either; a reply that is then not committed rolls it back with everything else. So the
+ *       session row — which every {@code POST} of the session waits for — is held over the fewest round trips:
+ *       ADVANCE, the events, the reply row, COMMIT ({@code ReplyCostTest}).</li>
  * </ol>
  */
 @Component
@@ -164,6 +169,7 @@ public class ReplyCommit {
         events.add(SessionEvents.Event.of("reply.created", turnId, created));
         Outcome[] failed = {null};
         Long reserved = tx.execute(status -> {
+            outbox.replyCreated(turn.outboxSpan(), replyId, text); // before the session row is locked
             Object[] c = calls.bind();
             OkPacket.Reserved advanced = OkPacket.update(
                     jdbc,
@@ -209,7 +215,6 @@ public class ReplyCommit {
                 status.setRollbackOnly();
                 return null;
             }
-            outbox.replyCreated(turn.outboxSpan(), replyId, text);
             if (turn.bursts()) {
                 jdbc.update(SPEND_BURSTS, lease.sessionId(), turn.toVersion());
             }

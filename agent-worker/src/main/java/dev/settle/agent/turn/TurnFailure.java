@@ -14,7 +14,8 @@ import java.util.Map;
 /**
  * A turn whose model calls all failed: the turn becomes FAILED, the session remembers the version it failed
  * at (so neither the sweeper nor a redelivered event retries it in a loop), and a {@code reply.failed}
- * webhook is queued — all in one transaction, guarded by the lease. The messages stay unanswered until a new
+ * webhook is queued — all in one transaction, guarded by the lease (the webhook's outbox row first, before the
+ * session row is locked, as in {@link ReplyCommit}). The messages stay unanswered until a new
  * message moves the version past {@code failed_version}.
  */
 @Component
@@ -38,12 +39,12 @@ public class TurnFailure {
     public boolean record(
             SessionLease.Lease lease, long turnId, Conversation.Snapshot turn, String error, Turns.Calls calls) {
         return Boolean.TRUE.equals(tx.execute(status -> {
+            outbox.replyFailed(turn.outboxSpan(), turnId, error); // before the session row is locked (see ReplyCommit)
             if (jdbc.update(MARK_SESSION, turn.toVersion(), lease.sessionId(), lease.token()) != 1
                     || !turns.end(lease, turnId, Turns.Ending.FAILED, error, calls)) {
                 status.setRollbackOnly();
                 return false;
             }
-            outbox.replyFailed(turn.outboxSpan(), turnId, error);
             Map<String, Object> data = new LinkedHashMap<>();
             data.put("error", error);
             return Turns.announce(jdbc, status, lease, "turn.failed", turnId, data);
