@@ -1,6 +1,8 @@
 package dev.settle.e2e;
 
 import dev.settle.debounce.PacingRule;
+import dev.settle.testsupport.ModelDouble;
+import dev.settle.testsupport.ModelResponse;
 import dev.settle.testsupport.SqlTrace;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -71,6 +73,28 @@ class ReplyCostTest {
         assertBudget(byApp);
     }
 
+    /**
+     * A side-effecting tool call's transaction (the call's own writes, its record and its event) holds the session
+     * row over its event, its record and its commit only: the event's guarded seq reservation is the fence.
+     */
+    @Test
+    void a_booking_holds_the_session_row_over_its_event_its_record_and_its_commit() {
+        String s = SettleSystem.newSessionId();
+        String booking = "book lunch " + s;
+        settle.model.respondWith(r -> r.body().contains(booking) && SlowToolTest.toolResults(r) == 0
+                ? ModelResponse.toolCall("create_transaction", "{\"amount\":12,\"category\":\"food\"}")
+                : ModelResponse.text("Booked."));
+        try {
+            Map<String, List<SqlTrace.Statement>> byApp = measure(s, booking, 1);
+            assertEquals(
+                    List.of("UPDATE chat_session s", "INSERT INTO session_event", "UPDATE tool_execution t", "COMMIT"),
+                    underSessionLock(byApp.get("agent-worker"), "INSERT INTO ledger_entry"),
+                    report(byApp));
+        } finally {
+            settle.model.respondWith(ModelDouble::echo);
+        }
+    }
+
     private static void assertBudget(Map<String, List<SqlTrace.Statement>> byApp) {
         String report = report(byApp);
         assertEquals(6, byApp.get("ingest-api").size(), report);
@@ -81,7 +105,7 @@ class ReplyCostTest {
         assertEquals(4, transactions(byApp.get("agent-worker")), report);
         assertEquals(
                 List.of("UPDATE chat_session s", "INSERT INTO session_event", "INSERT INTO chat_message", "COMMIT"),
-                underSessionLock(byApp.get("agent-worker"), "UPDATE chat_session s STRAIGHT_JOIN chat_turn t"),
+                underSessionLock(byApp.get("agent-worker"), "UPDATE chat_session s STRAIGHT_JOIN"),
                 "the reply's transaction holds the session row from its guarded UPDATE to its COMMIT over these "
                         + "statements only (the webhook's outbox rows are written before it)\n" + report);
         // the accept's rows stay locked while a virtual thread waits for a carrier between its statements
@@ -139,22 +163,32 @@ class ReplyCostTest {
     }
 
     /**
-     * The statements its thread sent from the first statement starting with {@code lock} (the one that locks the
-     * session row) to the COMMIT that ends its transaction, each by its first three words.
+     * The statements of the transaction that sent the first statement starting with {@code marker}, from its first
+     * statement that locks the session row (an {@code UPDATE} of it, or its {@code SELECT … FOR UPDATE}) to its
+     * COMMIT, each by its first three words: the round trips every {@code POST} of the session may wait through.
      */
-    private static List<String> underSessionLock(List<SqlTrace.Statement> statements, String lock) {
-        SqlTrace.Statement first = statements.stream()
-                .filter(st -> st.shape().startsWith(lock))
+    private static List<String> underSessionLock(List<SqlTrace.Statement> statements, String marker) {
+        SqlTrace.Statement sent = statements.stream()
+                .filter(st -> st.shape().startsWith(marker))
                 .findFirst()
-                .orElseThrow(() -> new AssertionError("no statement " + lock));
+                .orElseThrow(() -> new AssertionError("no statement " + marker));
+        List<SqlTrace.Statement> thread = statements.stream()
+                .filter(st -> st.threadId() == sent.threadId())
+                .toList();
+        int begin = thread.indexOf(sent);
+        while (begin > 0 && !thread.get(begin).shape().equals("START TRANSACTION")) {
+            begin--;
+        }
         List<String> held = new java.util.ArrayList<>();
-        for (SqlTrace.Statement st : statements.subList(statements.indexOf(first), statements.size())) {
-            if (st.threadId() == first.threadId()) {
-                String[] words = st.shape().strip().split("\\s+", 4);
+        for (SqlTrace.Statement st : thread.subList(begin, thread.size())) {
+            if (!held.isEmpty()
+                    || st.shape().startsWith("UPDATE chat_session")
+                    || st.shape().startsWith("SELECT s.id FROM chat_session")) {
+                String[] words = st.shape().split(" ", 4);
                 held.add(String.join(" ", java.util.Arrays.asList(words).subList(0, Math.min(3, words.length))));
-                if (st.isCommit()) {
-                    break;
-                }
+            }
+            if (st.isCommit()) {
+                break;
             }
         }
         return held;

@@ -215,7 +215,8 @@ class TakeoverTest {
                                     Integer.class)
                             == 1);
             // 2. lock the session's row, then let the INSERT through: the victim's next statement, the fence before
-            //    its commit (its live lease, the session row locked), waits behind this lock
+            //    its commit (its tool.completed event's seq reservation, guarded by its live lease), waits behind
+            //    this lock
             long execution = settle.jdbc.queryForObject("""
                     SELECT t.id FROM tool_execution t JOIN chat_session s ON s.id = t.session_id
                      WHERE s.external_id = ? AND t.status = 'EXECUTING'""", Long.class, s);
@@ -230,7 +231,7 @@ class TakeoverTest {
                     .pollInterval(Duration.ofMillis(20))
                     .pollInSameThread()
                     .until(() -> settle.jdbc.queryForObject(
-                                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT s.id FROM chat_session s%lease_token%FOR UPDATE'",
+                                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE chat_session s SET event_seq%lease_token%'",
                                     Integer.class)
                             == 1);
             dirty.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);

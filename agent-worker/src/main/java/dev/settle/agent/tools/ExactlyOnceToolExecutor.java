@@ -40,10 +40,10 @@ import java.util.Map;
  *       its tool runs), wait for it to end without blocking on the lock: it can only roll back, because its fence
  *       will fail (below); then take the call over.</li>
  *   <li>One transaction: lock our execution row (it serialises attempts at one key), run the tool (its JDBC
- *       writes join the transaction), then the fence: lock the session row under our live lease
- *       ({@code FOR UPDATE}: from here to the commit no takeover can interleave), mark COMPLETED guarded by our
- *       token <em>and</em> our lease still being live (a holder paused inside the tool past its TTL is dead even
- *       if nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
+ *       writes join the transaction), then the fence: lock the session row under our live lease — the
+ *       {@code tool.completed} event's seq reservation does, guarded by the lease; from here to the commit no
+ *       takeover can interleave —, mark COMPLETED guarded by our token <em>and</em> our lease still being live (a
+ *       holder paused inside the tool past its TTL is dead even if nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
  *       effect. While the tool runs, no lock that a lease renewal or a POST needs is held: however slow the
  *       tool, its own heartbeat and those of every other session of the worker go on, and messages are
  *       accepted at once.</li>
@@ -67,7 +67,6 @@ public class ExactlyOnceToolExecutor {
     private final ToolExecutions executions;
     private final TransactionTemplate tx;
     private final JdbcTemplate jdbc;
-    private final SessionLease leases;
     /** How long a turn waits for an earlier attempt in flight: the tool timeout (default 2 × lease TTL). */
     private final java.time.Duration inFlightWait;
 
@@ -76,11 +75,9 @@ public class ExactlyOnceToolExecutor {
             ToolExecutions executions,
             PlatformTransactionManager txManager,
             JdbcTemplate jdbc,
-            SessionLease leases,
             AgentSettings settings) {
         this.inFlightWait = ToolReaper.timeout(settings);
         this.jdbc = jdbc;
-        this.leases = leases;
         this.catalog = catalog;
         this.executions = executions;
         this.tx = new TransactionTemplate(txManager);
@@ -231,15 +228,14 @@ public class ExactlyOnceToolExecutor {
                         throw new LeaseLostException();
                     }
                     String result = invoke(tool, request, executionId);
-                    // the fence, at the commit: our lease is live and its row is ours until the commit, so no
-                    // takeover can interleave (the session row first: SessionLease#LOCK_HELD's lock order)
-                    if (!leases.lockHeld(lease)) {
-                        throw new LeaseLostException(); // rolls the side effect back
-                    }
+                    // the fence, at the commit: the event's seq reservation locks the session row while our lease
+                    // is live (the session row before the record that joins it: SessionLease#LOCK_HELD's lock
+                    // order), so no takeover can interleave until the commit; the row is held over the event, the
+                    // record and the commit only
+                    event(executionId, currentRequest, "COMPLETED", result, "tool.completed"); // else rolls back
                     if (!executions.complete(executionId, result, lease.token())) {
                         throw new LeaseLostException(); // rolls the side effect back
                     }
-                    event(executionId, currentRequest, "COMPLETED", result, "tool.completed");
                     return result;
                 });
             } catch (LeaseLostException e) {
