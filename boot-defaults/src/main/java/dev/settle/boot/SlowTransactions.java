@@ -24,7 +24,10 @@ public final class SlowTransactions {
     /** Characters of each statement listed, whitespace collapsed. */
     static final int SQL_CHARS = 72;
 
-    /** The default threshold: ten times the longest transaction a reply's path has at p99 on a loaded 2-core machine. */
+    /**
+     * The default threshold: far above any transaction on a reply's path (p99 about 10 ms on a loaded 2-core
+     * machine, docs/PERFORMANCE.md), so a report means something held its rows.
+     */
     public static final Duration DEFAULT_THRESHOLD = Duration.ofMillis(500);
 
     private final long thresholdNanos;
@@ -39,7 +42,7 @@ public final class SlowTransactions {
         this.report = report;
     }
 
-    /** Called as {@code START TRANSACTION} is sent; null when nothing is reported. */
+    /** Called once {@code START TRANSACTION} was sent; null when nothing is reported. */
     Watch begin() {
         return thresholdNanos <= 0 ? null : new Watch(System.nanoTime());
     }
@@ -55,9 +58,9 @@ public final class SlowTransactions {
             this.start = start;
         }
 
-        void prepared(Object sqlText) {
+        void prepared(String sqlText) {
             if (statements < MAX_STATEMENTS) {
-                sql[statements] = String.valueOf(sqlText);
+                sql[statements] = sqlText;
                 at[statements] = System.nanoTime();
             }
             statements++;

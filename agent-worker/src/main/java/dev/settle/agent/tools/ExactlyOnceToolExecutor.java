@@ -43,8 +43,8 @@ import java.util.Map;
  *       writes join the transaction), then the fence: lock the session row under our live lease — the
  *       {@code tool.completed} event's seq reservation does, guarded by the lease; from here to the commit no
  *       takeover can interleave —, mark COMPLETED guarded by our token <em>and</em> our lease still being live (a
- *       holder paused inside the tool past its TTL is dead even if nobody took over), commit. No lease → roll back: a holder that lost its lease cannot record a side
- *       effect. While the tool runs, no lock that a lease renewal or a POST needs is held: however slow the
+ *       holder paused inside the tool past its TTL is dead even if nobody took over), commit. No lease → roll
+ *       back: a holder that lost its lease cannot record a side effect. While the tool runs, no lock that a lease renewal or a POST needs is held: however slow the
  *       tool, its own heartbeat and those of every other session of the worker go on, and messages are
  *       accepted at once.</li>
  *   <li>The tool refused its arguments → FAILED (not retryable) with an error the model can read; nothing was
