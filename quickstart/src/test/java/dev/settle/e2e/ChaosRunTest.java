@@ -233,7 +233,7 @@ class ChaosRunTest {
         checkerCatchesSlowPosts(settle, faults, startedNanos);
     }
 
-    /** The checker is not a rubber stamp: break the history in four ways and it names each session. */
+    /** The checker is not a rubber stamp: break the history in five ways and it names each session. */
     static void checkerCatchesBrokenHistories(
             SettleSystem settle, List<String> ids, ChaosWorkload workload, ChaosFaults faults) {
         String booker = ids.stream()
@@ -241,6 +241,10 @@ class ChaosRunTest {
                 .findFirst()
                 .orElseThrow();
         String other = ids.stream().filter(s -> !s.equals(booker)).findFirst().orElseThrow();
+        String third = ids.stream()
+                .filter(s -> !s.equals(booker) && !s.equals(other))
+                .findFirst()
+                .orElseThrow();
         settle.jdbc.update(
                 "DELETE FROM ledger_entry WHERE id = ?", settle.jdbc.queryForObject("""
                 SELECT MIN(l.id) FROM ledger_entry l JOIN chat_session s ON s.id = l.session_id WHERE s.external_id = ?""", Long.class, booker));
@@ -251,8 +255,11 @@ class ChaosRunTest {
         settle.jdbc.update("""
                 DELETE e FROM session_event e JOIN chat_session s ON s.id = e.session_id
                  WHERE s.external_id = ? AND e.type = 'reply.created'""", booker);
+        settle.jdbc.update("""
+                DELETE m FROM chat_message m JOIN chat_session s ON s.id = m.session_id
+                 WHERE s.external_id = ? AND m.role = 'assistant'""", third);
         HistoryChecker again = new HistoryChecker(settle.jdbc, SettleSystem.MAX_WAIT, TTL);
-        again.check(List.of(booker, other), workload, settle.receiver.deliveries(), faults.kills);
+        again.check(List.of(booker, other, third), workload, settle.receiver.deliveries(), faults.kills);
         String all = String.join("\n", again.violations);
         org.junit.jupiter.api.Assertions.assertTrue(all.contains(booker + ": ") && all.contains("ledger rows"), all);
         org.junit.jupiter.api.Assertions.assertTrue(
@@ -260,6 +267,8 @@ class ChaosRunTest {
         org.junit.jupiter.api.Assertions.assertTrue(all.contains("versions"), all);
         org.junit.jupiter.api.Assertions.assertTrue(
                 all.contains(booker + ": turn ") && all.contains("'s stream has 0 ending events"), all);
+        org.junit.jupiter.api.Assertions.assertTrue(
+                all.contains(third + ": webhook of reply ") && all.contains("that reply was never committed"), all);
     }
 
     /**

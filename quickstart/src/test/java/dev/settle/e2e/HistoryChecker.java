@@ -112,6 +112,14 @@ final class HistoryChecker {
                 violations.add(s + ": reply " + r.replyId() + " was never acknowledged by the receiver");
             }
         }
+        // and no webhook of a reply that was never committed (a discarded turn's reply is never delivered)
+        java.util.Set<String> committed = replies.stream().map(Reply::replyId).collect(Collectors.toSet());
+        firstAck.values().stream()
+                .map(d -> d.json().get("data").get("replyId").asString())
+                .filter(id -> !committed.contains(id))
+                .sorted()
+                .forEach(id -> violations.add(
+                        s + ": webhook of reply " + id + " delivered, but that reply was never committed"));
         List<WebhookReceiver.Delivery> ordered = firstAck.values().stream()
                 .sorted(Comparator.comparing(WebhookReceiver.Delivery::receivedAt))
                 .toList();

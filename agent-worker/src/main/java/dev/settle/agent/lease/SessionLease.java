@@ -55,7 +55,9 @@ public class SessionLease {
      * not locked by anyone right now ({@code SKIP LOCKED}), then renews exactly those ({@link #RENEW_ALL}, on rows
      * it already holds), in one short transaction. A row held for a moment (a POST bumping the version, a turn
      * committing) cannot delay the renewal of the others; such rows are renewed afterwards ({@link #renewAll}).
-     * Expired leases are not revived: their holders are dead.
+     * Expired leases are not revived: their holders are dead. (Expiry is judged at a statement's start: a renewal that
+     * began before the expiry and waited for the row's lock renews it afterwards. Nobody took the lease meanwhile —
+     * a claim needs that same row — but a guarded write of the holder may have been refused in between.)
      */
     static final String LOCK_FOR_RENEWAL = """
             SELECT s.id, s.lease_token FROM chat_session s

@@ -32,7 +32,7 @@ import java.util.UUID;
  *       the lease token and its expiry, the expected replied_version, and the version (or the deadline) in
  *       the same statement; it also reserves the seqs of the events still to write, releases the lease, moves
  *       the turn (still RUNNING under this lease) to COMMITTED with its model calls, and reports whether newer
- *       messages are waiting (in its OK packet). 0 rows = discard; nothing else is written.</li>
+ *       messages are waiting (in its OK packet). 0 rows = discard; the transaction rolls back, so nothing is written.</li>
  *   <li>ADVANCE holds the session row's lock until commit, so nobody can claim the lease, append an event or
  *       answer the session before this transaction ends: the statements after it need no fence of their own. In
  *       the same transaction: the stream's last events and {@code reply.created} (seqs reserved by ADVANCE), the
@@ -192,6 +192,7 @@ public class ReplyCommit {
                     defaultPolicy,
                     lease.token());
             if (advanced.rows() == 0) {
+                status.setRollbackOnly(); // the outbox rows written before it go too
                 return null;
             }
             if (advanced.rows() != 2) {

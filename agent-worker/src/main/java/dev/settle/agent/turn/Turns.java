@@ -146,12 +146,13 @@ public class Turns {
 
     /**
      * Opens a RUNNING turn in one guarded statement; null when the lease is gone. Turns an earlier holder left
-     * RUNNING are closed first, when the snapshot saw one ({@code abandoned}, {@link #closeAbandoned}). Its
+     * RUNNING are closed first, when the snapshot saw one ({@code abandoned}, {@link #closeAbandoned}); null too when
+     * they could not be closed. Its
      * {@code turn.started} event is written by the turn's stream ({@link #started}), before anything else of the turn.
      */
     public Long begin(SessionLease.Lease lease, long fromVersion, long toVersion, boolean abandoned) {
-        if (abandoned) {
-            closeAbandoned(lease);
+        if (abandoned && !closeAbandoned(lease)) {
+            return null;
         }
         return GuardedInsert.insert(
                 jdbc, BEGIN, lease.sessionId(), lease.token(), lease.token(), lease.epoch(), fromVersion, toVersion);
@@ -161,20 +162,25 @@ public class Turns {
      * Closes the turns earlier holders left RUNNING as FAILED ({@link #ABANDONED}) and ends the stream of each that
      * opened one with {@code turn.abandoned}, in one transaction that locks the session row first: the earlier
      * holders' writes are fenced by that row, so none of them is in flight and what their streams hold is final.
-     * Nothing is closed when the lease is gone (the turn's own {@link #BEGIN} is refused too).
+     * Nothing is closed when the lease is gone, and then no turn may begin: a guarded write refused for an expired
+     * lease does not mean the next one is refused too (a renewal that began before the expiry and waited for this
+     * transaction's lock on the session row renews it afterwards), and a turn begun beside an unclosed one would leave
+     * that one's stream without an end.
+     *
+     * @return false when the lease was found gone (nothing closed)
      */
-    void closeAbandoned(SessionLease.Lease lease) {
-        tx.execute(status -> {
+    boolean closeAbandoned(SessionLease.Lease lease) {
+        return Boolean.TRUE.equals(tx.execute(status -> {
             if (!leases.lockHeld(lease)) {
                 return false;
             }
             List<Stopped> stopped = jdbc.query(LEFT_RUNNING, Stopped.ROW, lease.sessionId(), lease.token());
             if (stopped.isEmpty()) {
-                return false;
+                return true; // closed by an earlier holder meanwhile
             }
             jdbc.update(CLOSE_ABANDONED, ABANDONED, lease.sessionId(), lease.token(), lease.token());
             return announceEnds(status, lease, stopped, ABANDONED);
-        });
+        }));
     }
 
     /**

@@ -89,6 +89,43 @@ class OrphanTakeoverTest {
         assertEquals(claims + 1, claims(meters), 0.0, "one claim: the later looks started no second turn");
     }
 
+    /**
+     * A successor that could not close the turn its predecessor left RUNNING (its close's guarded write was refused:
+     * the lease expired inside the close's transaction, and a renewal that had waited for that transaction's lock
+     * then renewed it — seen in an overload run) begins no turn of its own: a turn begun beside the unclosed one would
+     * leave that one's stream without an end. The close's refusal is forced here; the rest is the real thing.
+     */
+    @Test
+    void a_successor_that_could_not_close_the_abandoned_turn_begins_none() {
+        long session = agent.sessionWithMessages(1);
+        dev.settle.agent.lease.SessionLease leases = agent.bean(dev.settle.agent.lease.SessionLease.class);
+        Turns turns = agent.bean(Turns.class);
+        dev.settle.agent.lease.SessionLease.Lease lost = leases.claim(session);
+        long left = turns.begin(lost, 1, 1, false);
+        agent.jdbc.update(
+                "UPDATE chat_session SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?",
+                session);
+        dev.settle.agent.lease.SessionLease.Lease successor = leases.claim(session);
+        Turns refusing =
+                new Turns(
+                        agent.jdbc,
+                        agent.bean(org.springframework.transaction.PlatformTransactionManager.class),
+                        leases) {
+                    @Override
+                    boolean closeAbandoned(dev.settle.agent.lease.SessionLease.Lease lease) {
+                        return false;
+                    }
+                };
+
+        assertEquals(null, refusing.begin(successor, 1, 1, true));
+        assertEquals(
+                List.of(left),
+                agent.jdbc.queryForList(
+                        "SELECT id FROM chat_turn WHERE session_id = ? AND state = 'RUNNING'", Long.class, session),
+                "no second RUNNING turn beside the unclosed one");
+        leases.release(successor);
+    }
+
     private static double claims(MeterRegistry meters) {
         return meters.find("settle.lease.claims").counters().stream()
                 .mapToDouble(c -> c.count())
