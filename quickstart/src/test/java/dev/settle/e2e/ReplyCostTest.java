@@ -26,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * every lease the worker holds; the reply's short turn falls in one only by chance): those cost per second, not per
  * reply, and are reported apart ({@link SqlTrace.Statement#idlePoll()}). A transaction is a COMMIT, or a write that
  * committed on its own (autocommit, no START TRANSACTION). No statement of ingest-api's transaction is sent from a
- * virtual thread (docs/ARCHITECTURE.md, "Threads and transactions").
+ * virtual thread, and the agent's reply holds the session row over four statements only (docs/ARCHITECTURE.md,
+ * "Threads and transactions"); so does a booking's transaction.
  */
 class ReplyCostTest {
     static SettleSystem settle;
