@@ -356,6 +356,8 @@ class ModelDoubleTest {
 
     /** A raw HTTP client that sends a request and leaves once the double has it, before any answer. */
     private static void sendAndLeave(String body) throws Exception {
+        int before =
+                model.requestCount(); // counted before sending: the request may be counted before sendAsync returns
         HttpClient http = HttpClient.newHttpClient();
         CompletableFuture<HttpResponse<String>> exchange = http.sendAsync(
                 HttpRequest.newBuilder(URI.create(model.baseUrl() + "/chat/completions"))
@@ -363,7 +365,7 @@ class ModelDoubleTest {
                         .POST(HttpRequest.BodyPublishers.ofString(body))
                         .build(),
                 HttpResponse.BodyHandlers.ofString());
-        model.awaitRequests(model.requestCount() + 1, Duration.ofSeconds(5));
+        model.awaitRequests(before + 1, Duration.ofSeconds(5));
         exchange.cancel(true);
     }
 
