@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * reply, and are reported apart ({@link SqlTrace.Statement#idlePoll()}). A transaction is a COMMIT, or a write that
  * committed on its own (autocommit, no START TRANSACTION). No statement of ingest-api's transaction is sent from a
  * virtual thread, and the agent's reply holds the session row over four statements only (docs/ARCHITECTURE.md,
- * "Threads and transactions"); so does a booking's transaction.
+ * "Threads and transactions"); so do a booking's and a discarded turn's transactions.
  */
 class ReplyCostTest {
     static SettleSystem settle;
@@ -96,6 +96,44 @@ class ReplyCostTest {
         }
     }
 
+    /**
+     * A turn interrupted by a newer message is discarded in a transaction that holds the session row over its
+     * events, the turn's end and the commit only: the events' guarded seq reservation is the fence.
+     */
+    @Test
+    void a_discarded_turn_holds_the_session_row_over_its_events_its_end_and_its_commit() {
+        String s = SettleSystem.newSessionId();
+        String first = "first " + s;
+        settle.model.respondWith(r -> r.body().contains(first) && !r.body().contains("second " + s)
+                ? ModelResponse.text("a long answer that streams slowly enough to be interrupted")
+                        .chunkSize(4)
+                        .chunkDelay(Duration.ofMillis(200))
+                : ModelResponse.text("Both answered."));
+        try {
+            Map<String, List<SqlTrace.Statement>> byApp = measure(() -> {
+                settle.post(s, first);
+                await("the first turn is streaming")
+                        .atMost(Duration.ofSeconds(30))
+                        .pollInSameThread()
+                        .until(() -> settle.jdbc.queryForObject("""
+                                        SELECT COUNT(*) FROM session_event e JOIN chat_session c ON c.id = e.session_id
+                                         WHERE c.external_id = ? AND e.type = 'reply.delta'""", Integer.class, s) > 0);
+                answer(s, "second " + s, 1);
+            });
+            assertEquals(
+                    List.of("UPDATE chat_session s", "INSERT INTO session_event", "UPDATE chat_turn t", "COMMIT"),
+                    underSessionLock(
+                            byApp.get("agent-worker"),
+                            "UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id SET t.state"),
+                    report(byApp));
+        } finally {
+            settle.model.respondWith(ModelDouble::echo);
+            // the burst taught the tenant's pacing ring a gap: forgotten, so that the other tests' first messages
+            // cost what a first message costs
+            settle.jdbc.update("DELETE FROM tenant_pacing");
+        }
+    }
+
     private static void assertBudget(Map<String, List<SqlTrace.Statement>> byApp) {
         String report = report(byApp);
         assertEquals(6, byApp.get("ingest-api").size(), report);
@@ -131,9 +169,14 @@ class ReplyCostTest {
 
     /** The statements of the applications while one message is answered, by application (idle polls left out). */
     private static Map<String, List<SqlTrace.Statement>> measure(String sessionId, String text, int replies) {
+        return measure(() -> answer(sessionId, text, replies));
+    }
+
+    /** The statements of the applications while {@code scenario} runs, by application (idle polls left out). */
+    private static Map<String, List<SqlTrace.Statement>> measure(Runnable scenario) {
         String test = Thread.currentThread().getName();
         SqlTrace.start();
-        answer(sessionId, text, replies);
+        scenario.run();
         List<SqlTrace.Statement> all = SqlTrace.stop().stream()
                 .filter(st -> !st.thread().equals(test) && !st.thread().startsWith("awaitility"))
                 .toList();

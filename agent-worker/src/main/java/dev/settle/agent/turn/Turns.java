@@ -36,12 +36,15 @@ public class Turns {
             VALUES (""" + GuardedInsert.SESSION_IF_LEASE_OURS + ", ?, ?, ?, ?, 'RUNNING', UTC_TIMESTAMP(6))";
 
     /**
-     * Closes a RUNNING turn, adding the model calls it made ({@link Calls}); the join on chat_session is the
-     * live-lease guard.
+     * Closes a RUNNING turn, adding the model calls it made ({@link Calls}), marking its tokens estimated when some
+     * are, and setting, when given (not NULL), the characters it streamed; the join on chat_session is the live-lease
+     * guard.
      */
     static final String END = """
             UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6),\s""" + Calls.ADD + """
+               SET t.state = ?, t.reason = ?, t.ended_at = UTC_TIMESTAMP(6),
+                   t.streamed_chars = COALESCE(?, t.streamed_chars), t.tokens_estimated = (t.tokens_estimated OR ?),
+                   \s""" + Calls.ADD + """
 
              WHERE t.id = ? AND t.state = 'RUNNING'
                AND\s""" + SessionRules.LEASE_OURS;
@@ -108,25 +111,6 @@ public class Turns {
         static final org.springframework.jdbc.core.RowMapper<Stopped> ROW =
                 (rs, i) -> new Stopped(rs.getLong("id"), rs.getBoolean("opened"));
     }
-
-    /**
-     * The usage of a discarded turn whose last call was cut off before the server reported usage: estimated from
-     * characters (4 per token): the prompt from the request, the completion from what the call streamed; what the
-     * provider's cache served is unknown, so nothing is counted as cached. The cut call counts as a model call: it
-     * was made, and its tokens were spent.
-     */
-    static final String ESTIMATE_USAGE = """
-            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.prompt_tokens = t.prompt_tokens + ?, t.completion_tokens = t.completion_tokens + ?,
-                   t.model_calls = t.model_calls + 1, t.tokens_estimated = TRUE
-             WHERE t.id = ? AND t.lease_token = ?
-               AND\s""" + SessionRules.LEASE_OURS;
-
-    static final String STREAMED = """
-            UPDATE chat_turn t JOIN chat_session s ON s.id = t.session_id
-               SET t.streamed_chars = ?
-             WHERE t.id = ? AND t.lease_token = ?
-               AND\s""" + SessionRules.LEASE_OURS;
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate tx;
@@ -249,8 +233,34 @@ public class Turns {
 
     /** @return false when the lease is gone (the next holder closes the turn) */
     public boolean end(SessionLease.Lease lease, long turnId, Ending ending, String reason, Calls calls) {
+        return end(lease, turnId, ending, reason, calls, null, false);
+    }
+
+    /**
+     * {@link #END}; {@code streamedChars} null leaves the turn's count as it is; {@code estimated}: some of
+     * {@code calls}' tokens are estimates.
+     */
+    private boolean end(
+            SessionLease.Lease lease,
+            long turnId,
+            Ending ending,
+            String reason,
+            Calls calls,
+            Integer streamedChars,
+            boolean estimated) {
         Object[] c = calls.bind();
-        int rows = jdbc.update(END, ending.name(), truncate(reason), c[0], c[1], c[2], c[3], turnId, lease.token());
+        int rows = jdbc.update(
+                END,
+                ending.name(),
+                truncate(reason),
+                streamedChars,
+                estimated,
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                turnId,
+                lease.token());
         SessionLease.expectAtMostOne(rows, "end turn");
         return rows == 1;
     }
@@ -266,6 +276,16 @@ public class Turns {
     public record Spent(int streamedChars, boolean callCutOff, int promptChars, int cutCallChars) {
         /** Nothing streamed, no call cut off. */
         public static final Spent NONE = new Spent(0, false, 0, 0);
+
+        /**
+         * {@code calls} with the cut-off call added when there was one, its usage estimated from characters (4 per
+         * token): the prompt from the request, the completion from what the call streamed; what the provider's cache
+         * served is unknown, so nothing is counted as cached. The cut call counts as a model call: it was made, and
+         * its tokens were spent.
+         */
+        Calls withCutCall(Calls calls) {
+            return callCutOff ? calls.plus(promptChars / 4, 0, cutCallChars / 4) : calls;
+        }
     }
 
     /** A turn's token figures, summed over its model calls. */
@@ -301,27 +321,26 @@ public class Turns {
             Spent spent,
             Calls calls,
             List<SessionEvents.Event> unwritten) {
+        Map<String, Object> data = new LinkedHashMap<>();
+        data.put("reason", reason);
         return Boolean.TRUE.equals(tx.execute(status -> {
-            if (!leases.lockHeld(lease)) {
+            // the events' guarded seq reservation locks the session row first (SessionLease#LOCK_HELD's lock order)
+            // and holds it over the turn's end and the commit only
+            if (!announce(jdbc, status, lease, unwritten, "turn.discarded", turnId, data)) {
                 return false;
             }
-            if (spent.callCutOff()) {
-                jdbc.update(
-                        ESTIMATE_USAGE,
-                        spent.promptChars() / 4,
-                        spent.cutCallChars() / 4,
-                        turnId,
-                        lease.token(),
-                        lease.token());
-            }
-            jdbc.update(STREAMED, spent.streamedChars(), turnId, lease.token(), lease.token());
-            if (!end(lease, turnId, Ending.DISCARDED, reason, calls)) {
+            if (!end(
+                    lease,
+                    turnId,
+                    Ending.DISCARDED,
+                    reason,
+                    spent.withCutCall(calls),
+                    spent.streamedChars(),
+                    spent.callCutOff())) {
                 status.setRollbackOnly();
                 return false;
             }
-            Map<String, Object> data = new LinkedHashMap<>();
-            data.put("reason", reason);
-            return announce(jdbc, status, lease, unwritten, "turn.discarded", turnId, data);
+            return true;
         }));
     }
 
