@@ -25,7 +25,8 @@ import java.util.Map;
  * the live holder opens, moves or counts a turn; COMMITTED is written by {@link ReplyCommit} inside the commit
  * transaction, whose first statement is that guard. A turn's model calls and tokens are counted in memory
  * ({@link Calls}) and added by the statement that ends it. Transactions that also append events lock the session
- * row first ({@link SessionLease#lockHeld}).
+ * row first: with {@link SessionLease#lockHeld} when they must read under the lock what to write, else with the
+ * events' guarded seq reservation as their first statement (a discard).
  */
 @Component
 public class Turns {
