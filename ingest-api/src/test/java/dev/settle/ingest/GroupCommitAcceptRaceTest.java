@@ -45,20 +45,31 @@ class GroupCommitAcceptRaceTest extends AcceptRaceTest {
         assertEquals(3, batches.count() - count, "one batch per post that arrives alone");
         assertEquals(3.0, batches.totalAmount() - total);
 
-        count = batches.count();
-        total = batches.totalAmount();
-        List<Callable<HttpResponse<String>>> calls = new ArrayList<>();
-        for (int i = 0; i < 48; i++) {
-            String s = i % 3 == 0 ? alone : sid("many");
-            String text = "m" + i;
-            calls.add(() -> post(s, text));
+        // 48 posts released at once by a barrier; on a busy machine their threads may still reach the queue one by
+        // one (each then finds a free lane and writes alone), so the race is run up to five rounds: in at least one,
+        // posts that arrived together must have shared a commit. A third of each round's posts go to one session
+        // (the first round's: the one that posted alone; later rounds' a new one each, under the unanswered limit)
+        List<Long> batchesPerRound = new ArrayList<>();
+        java.util.Map<String, Integer> shared = new java.util.LinkedHashMap<>();
+        while (shared.size() < 5 && (batchesPerRound.isEmpty() || batchesPerRound.getLast() == 48)) {
+            String one = shared.isEmpty() ? alone : sid("shared");
+            shared.put(one, shared.isEmpty() ? 3 + 16 : 16);
+            count = batches.count();
+            total = batches.totalAmount();
+            List<Callable<HttpResponse<String>>> calls = new ArrayList<>();
+            for (int i = 0; i < 48; i++) {
+                String s = i % 3 == 0 ? one : sid("many");
+                String text = "r" + shared.size() + "m" + i;
+                calls.add(() -> post(s, text));
+            }
+            for (HttpResponse<String> r : together(calls)) {
+                assertEquals(202, r.statusCode(), r.body());
+            }
+            assertEquals(48.0, batches.totalAmount() - total, "every post in exactly one batch");
+            batchesPerRound.add(batches.count() - count);
         }
-        for (HttpResponse<String> r : together(calls)) {
-            assertEquals(202, r.statusCode(), r.body());
-        }
-        assertEquals(48.0, batches.totalAmount() - total, "every post in exactly one batch");
-        assertTrue(batches.count() - count < 48, (batches.count() - count) + " batches for 48 posts");
+        assertTrue(batchesPerRound.getLast() < 48, batchesPerRound + " batches for 48 posts, by round");
         assertTrue(batches.max() <= 8, "group-commit-max caps a batch: " + batches.max());
-        assertExact(alone, 3 + 16);
+        shared.forEach(AcceptRaceTest::assertExact);
     }
 }
