@@ -8,6 +8,7 @@ import dev.settle.schema.DbTime;
 import dev.settle.schema.LockedById;
 import dev.settle.schema.SessionRules;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
@@ -22,7 +23,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -44,6 +47,12 @@ import java.util.concurrent.atomic.AtomicLong;
  *       armed for a session that may be under {@code enqueue}) and commit.</li>
  *   <li>If publishing or deleting fails, roll back: the rows stay and fire on a later round (the events are
  *       hints, so a repeat after a partial publish is harmless); log and back off (100 ms doubling up to 2 s).</li>
+ *   <li>A round that stopped waiting for its acks (the broker away) leaves its events with the producer, which
+ *       keeps trying to deliver them. Until those acks settle (the broker took the events, or the producer gave them
+ *       up), rounds lock no timer and publish nothing: they wait for the acks, holding nothing, at most a poll
+ *       interval each ({@link #brokerAway()}). So only the first round of an outage holds its timers' locks for the
+ *       publish timeout; an arm, a re-arm or a sweep of those sessions waits no longer than that, however long the
+ *       broker stays away.</li>
  *   <li>A full batch means a backlog: go again at once.</li>
  * </ol>
  * Between rounds the loop asks the database how long until the earliest armed timer is due ({@link #NEXT_DUE},
@@ -112,15 +121,34 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
     private boolean pauseEndsAtDue;
 
     private final MeterRegistry meters;
+    private final Duration publishTimeout;
+    /**
+     * The acks of the last round that stopped waiting for them (null: none pending): while they are pending the
+     * broker is taken as away.
+     */
+    private volatile CompletableFuture<Void> unacked;
 
+    @Autowired
     public TimerFirer(
             JdbcClient jdbc,
             PlatformTransactionManager txManager,
             KafkaTemplate<String, String> kafka,
             DebounceSettings settings,
             MeterRegistry meters) {
+        this(jdbc, txManager, kafka, settings, meters, PUBLISH_TIMEOUT);
+    }
+
+    /** @param publishTimeout how long a round waits for the broker's acks while it holds its timers' locks */
+    TimerFirer(
+            JdbcClient jdbc,
+            PlatformTransactionManager txManager,
+            KafkaTemplate<String, String> kafka,
+            DebounceSettings settings,
+            MeterRegistry meters,
+            Duration publishTimeout) {
         super("debounce-timer-firer", MAX_BACKOFF);
         this.meters = meters;
+        this.publishTimeout = publishTimeout;
         this.jdbc = jdbc;
         this.tx = new TransactionTemplate(txManager);
         this.kafka = kafka;
@@ -132,8 +160,14 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
         return fired.get();
     }
 
-    /** One round: fires up to a batch of due timers in one transaction; returns how many fired. */
+    /**
+     * One round: fires up to a batch of due timers in one transaction; returns how many fired (none while the broker
+     * is away).
+     */
     int fireDue() {
+        if (brokerAway()) {
+            return 0;
+        }
         Integer count = tx.execute(status -> {
             List<DueTimer> due = jdbc.sql(LOCK_DUE)
                     .param("batchSize", settings.batchSize())
@@ -200,13 +234,43 @@ public class TimerFirer extends PeriodicTask implements TimerWake {
                             String.valueOf(t.sessionId()),
                             EventCodec.encode(new SessionReady(t.sessionId(), t.version(), t.cause(), t.firedAt()))))
                     .toArray(CompletableFuture[]::new);
-            CompletableFuture.allOf(acks).get(PUBLISH_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            CompletableFuture<Void> all = CompletableFuture.allOf(acks);
+            try {
+                all.get(publishTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                unacked = all;
+                throw e;
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for the broker", e);
         } catch (Exception e) {
             throw new IllegalStateException("publishing " + due.size() + " SessionReady events failed", e);
         }
+    }
+
+    /**
+     * Whether the acks a round stopped waiting for are still pending, after waiting for them at most a poll interval
+     * with nothing locked. Once they settle, either way, rounds fire again: a broker that took the events is back; a
+     * producer that gave them up leaves the next round to find out.
+     */
+    private boolean brokerAway() {
+        CompletableFuture<Void> pending = unacked;
+        if (pending == null) {
+            return false;
+        }
+        try {
+            pending.get(settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return true;
+        } catch (ExecutionException e) {
+            // given up by the producer: the next round publishes again
+        }
+        unacked = null;
+        return false;
     }
 
     /** How long to wait before the next round: 0 when a timer is due, else until the earliest, at most a poll. */

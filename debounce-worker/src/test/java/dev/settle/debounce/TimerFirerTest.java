@@ -13,14 +13,18 @@ import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.SendResult;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
 
 /** One firing round at a time (no loop): the cause of each fire, and what stays when publishing fails. */
 class TimerFirerTest {
@@ -157,6 +161,92 @@ class TimerFirerTest {
                     .containsExactly(tuple(typed, 3L, "typing"));
         } finally {
             broker.destroy();
+        }
+    }
+
+    /**
+     * A broker that takes records without acking any while it is away, as a real one does for a producer that still
+     * has its metadata; once back, it takes them, and every later one, for real.
+     */
+    private static final class ReturningBroker extends KafkaTemplate<String, String> {
+        private final KafkaTemplate<String, String> real;
+        private final List<Runnable> held = new ArrayList<>();
+        private boolean away = true;
+        private int sentWhileAway;
+
+        ReturningBroker(KafkaTemplate<String, String> real) {
+            super(real.getProducerFactory());
+            this.real = real;
+        }
+
+        @Override
+        public synchronized CompletableFuture<SendResult<String, String>> send(String topic, String key, String data) {
+            if (!away) {
+                return real.send(topic, key, data);
+            }
+            sentWhileAway++;
+            CompletableFuture<SendResult<String, String>> ack = new CompletableFuture<>();
+            held.add(() -> real.send(topic, key, data).whenComplete((sent, failed) -> {
+                if (failed != null) {
+                    ack.completeExceptionally(failed);
+                } else {
+                    ack.complete(sent);
+                }
+            }));
+            return ack;
+        }
+
+        synchronized int sentWhileAway() {
+            return sentWhileAway;
+        }
+
+        synchronized void back() {
+            away = false;
+            held.forEach(Runnable::run);
+            held.clear();
+        }
+    }
+
+    @Test
+    void while_the_broker_is_away_only_the_first_round_locks_and_publishes_its_timers() {
+        Instant now = sessions.dbNow();
+        long due = sessions.create();
+        timer(due, now.minusMillis(5), now.plusSeconds(5), 4, "message");
+
+        KafkaTemplate<String, String> real = kafka(SharedInfra.kafkaBootstrap());
+        ReturningBroker broker = new ReturningBroker(real);
+        try (ReadyEvents ready = new ReadyEvents()) {
+            TimerFirer firer = new TimerFirer(
+                    jdbc,
+                    new DataSourceTransactionManager(dataSource),
+                    broker,
+                    SETTINGS,
+                    new SimpleMeterRegistry(),
+                    Duration.ofMillis(200));
+            assertThatThrownBy(firer::fireDue)
+                    .as("the first round stops waiting for the acks and rolls back")
+                    .isInstanceOf(IllegalStateException.class);
+            assertThat(broker.sentWhileAway()).isEqualTo(1);
+            for (int round = 0; round < 5; round++) {
+                assertThat(firer.fireDue()).isZero();
+            }
+            assertThat(broker.sentWhileAway())
+                    .as("the rounds after it lock and publish nothing while the first one's acks are pending")
+                    .isEqualTo(1);
+            assertThat(sessions.timer(due)).isPresent();
+
+            broker.back();
+            await("the round after the broker took the held event fires the timer")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> firer.fireDue() == 1);
+            assertThat(sessions.timer(due)).isEmpty();
+            ready.drainToEnd();
+            assertThat(ready.of(due))
+                    .as("the held event and the fire: a repeat is a harmless hint")
+                    .extracting(SessionReady::version)
+                    .containsExactly(4L, 4L);
+        } finally {
+            real.destroy();
         }
     }
 }
