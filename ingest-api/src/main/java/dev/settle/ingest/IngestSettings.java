@@ -88,8 +88,9 @@ public record IngestSettings(
      *                       transaction ({@code SETTLE_INGEST_GROUPCOMMIT}, on by default); each request still answers
      *                       after the commit that holds its message
      * @param groupCommitMax most messages in one such transaction ({@code SETTLE_INGEST_GROUPCOMMITMAX})
-     * @param groupCommitLockWait the longest such a transaction waits for its sessions' rows before its messages go
-     *                       alone ({@code SETTLE_INGEST_GROUPCOMMITLOCKWAIT})
+     * @param groupCommitLockWait the longest such a transaction waits to create its new sessions (one created meanwhile
+     *                       by another writer) before its messages go alone; it never waits for an existing session's
+     *                       row ({@code SETTLE_INGEST_GROUPCOMMITLOCKWAIT})
      */
     public record Ingest(
             @DefaultValue("true") boolean groupCommit,

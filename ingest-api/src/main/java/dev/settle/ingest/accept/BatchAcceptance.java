@@ -8,6 +8,7 @@ import dev.settle.schema.LockedById;
 import dev.settle.schema.SessionEvents;
 import dev.settle.schema.SessionRules;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Duration;
@@ -15,12 +16,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.Collectors;
 
 /**
  * "accepted means durable" for messages that arrive together ({@code settle.ingest.group-commit}, {@link GroupCommit}):
@@ -28,13 +31,18 @@ import java.util.TreeMap;
  * batch that is not refused, and each message gets the outcome it would have had alone, in arrival order.
  *
  * <ol>
- *   <li>{@link #LOCK_SESSIONS}: create the sessions that do not exist yet (version 0) and lock every session of the
- *       batch, in one statement, in (tenant, session id) order; the row locks serialise every writer of these sessions
- *       until commit, as the one-message path's upsert does. It waits for them at most {@code group-commit-lock-wait}
- *       ({@link LockWait}): a row held longer (a stalled writer: a frozen agent in its reply commit) fails the batch,
- *       whose messages then go alone ({@link GroupCommit}), so that it holds up its own session's messages only.</li>
+ *   <li>{@link #LOCK_FREE_SESSIONS}: lock the batch's existing sessions that no other transaction holds, in one
+ *       statement that waits for none ({@code FOR UPDATE SKIP LOCKED}); the row locks serialise every writer of these
+ *       sessions until commit, as the one-message path's upsert does. A batch never waits for a row while it holds
+ *       others: a session whose row another writer holds (a reply commit, a lease claim, a stalled writer) is left out
+ *       of the batch, and its messages go alone, each waiting for its own row only ({@link Outcome#alone()}).</li>
  *   <li>{@link #READ_SESSIONS}: version, event seq, unanswered messages, policy, lease and timer of each session, and
- *       the batch's database time. A plain read, after the locks: it sees every commit before them.</li>
+ *       the batch's database time. A plain read, after the locks: it sees every commit before them. A session it finds
+ *       that the first statement did not lock is held by another writer; one it does not find does not exist yet.</li>
+ *   <li>Sessions that do not exist yet: {@link #LOCK_SESSIONS} creates them (version 0) and locks them in (tenant,
+ *       session id) order, and {@link #READ_SESSIONS} reads them. It waits only for a session created meanwhile by
+ *       another writer, at most {@code group-commit-lock-wait} ({@link LockWait}); past it the batch fails and its
+ *       messages go alone ({@link GroupCommit}).</li>
  *   <li>{@link #FIND_KEYS}, only when a message carries an Idempotency-Key: the messages stored under those keys.</li>
  *   <li>Each message in arrival order, on its session as the messages before it left it, exactly as
  *       {@link MessageAcceptance} decides alone: a key already stored (or taken by an earlier message of the batch)
@@ -45,18 +53,30 @@ import java.util.TreeMap;
  *       one statement each for all accepted messages; then the commit.</li>
  * </ol>
  *
+ * The transaction runs at READ COMMITTED: a locking read of a session that does not exist takes no gap lock, so a
+ * batch never holds up the creation of other sessions.
+ *
  * <p>Times: every message of a batch is stamped with the batch's database time, read after its locks, or 1 µs after its
  * session's previous message when that is later ({@link MessageTimes}), so a session's message times rise with its
  * versions.
  */
 final class BatchAcceptance {
-    /** One row per session of the batch, in (tenant, session id) order. */
+    /** Creates and locks sessions that did not exist: one row per session, in (tenant, session id) order. */
     static final String LOCK_SESSIONS = """
             INSERT INTO chat_session (tenant_id, external_id, version, event_seq, created_at)
             VALUES (?, ?, 0, 0, UTC_TIMESTAMP(6))
             ON DUPLICATE KEY UPDATE version = version""";
 
     static final String LOCK_ROW = "(?, ?, 0, 0, UTC_TIMESTAMP(6))";
+
+    /**
+     * Every tenant × every session id of the batch that exists and that no other transaction holds, locked (pairs not
+     * in the batch are locked too and ignored). It reads the session table only: its reasons to refuse a message are
+     * read by {@link #READ_SESSIONS}, after it.
+     */
+    static final String LOCK_FREE_SESSIONS = """
+            SELECT s.tenant_id, s.external_id FROM chat_session s WHERE s.tenant_id IN (?) AND s.external_id IN (?)
+               FOR UPDATE SKIP LOCKED""";
 
     /** Every tenant × every session id of the batch (pairs not in the batch are ignored). */
     static final String READ_SESSIONS =
@@ -102,8 +122,17 @@ final class BatchAcceptance {
     /** A message to accept, with the id chosen before any transaction. */
     record Item(String tenant, MessageRequest request, String messageId) {}
 
-    /** What a message of the batch is answered: accepted (perhaps a replay), or refused. */
-    record Outcome(MessageAcceptance.Accepted accepted, ApiProblem refused) {}
+    /**
+     * What a message of the batch is answered: accepted (perhaps a replay), refused, or neither: its session's row was
+     * held by another writer, nothing of it was stored, and it goes alone.
+     */
+    record Outcome(MessageAcceptance.Accepted accepted, ApiProblem refused) {
+        static final Outcome ALONE = new Outcome(null, null);
+
+        boolean alone() {
+            return accepted == null && refused == null;
+        }
+    }
 
     private record Key(String tenant, String sessionId) implements Comparable<Key> {
         @Override
@@ -137,8 +166,8 @@ final class BatchAcceptance {
     private final String defaultPolicy;
     private final IngestSettings.Limits limits;
     /**
-     * The longest the batch waits for its sessions' rows: far above a healthy writer's hold (a reply commit, a lease
-     * claim: milliseconds), far below what a POST may take.
+     * The longest the batch waits to create its new sessions (for one created meanwhile by another writer): far above
+     * a healthy writer's hold (milliseconds), far below what a POST may take.
      */
     private final Duration lockWait;
 
@@ -149,7 +178,8 @@ final class BatchAcceptance {
             IngestSettings.Limits limits,
             Duration lockWait) {
         this.jdbc = jdbc;
-        this.tx = tx;
+        this.tx = new TransactionTemplate(tx.getTransactionManager(), tx);
+        this.tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
         this.defaultPolicy = defaultPolicy;
         this.limits = limits;
         this.lockWait = lockWait;
@@ -180,46 +210,47 @@ final class BatchAcceptance {
             keyed |= item.request().idempotencyKey() != null;
         }
 
-        List<Object> lockArgs = new ArrayList<>(2 * sessions.size());
-        for (Key k : sessions.keySet()) {
-            lockArgs.add(k.tenant());
-            lockArgs.add(k.sessionId());
-        }
-        LockWait.update(
-                jdbc, lockWait, rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, sessions.size()), lockArgs.toArray());
-
-        List<Object> readArgs = new ArrayList<>(1 + tenants.size() + ids.size());
-        readArgs.add(defaultPolicy);
-        readArgs.addAll(tenants);
-        readArgs.addAll(ids);
-        Instant[] now = new Instant[1];
+        List<Object> keyArgs = new ArrayList<>(tenants.size() + ids.size());
+        keyArgs.addAll(tenants);
+        keyArgs.addAll(ids);
+        Set<Key> free = new HashSet<>();
         jdbc.query(
-                in(in(READ_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
+                in(in(LOCK_FREE_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
                 rs -> {
-                    Key k = new Key(rs.getString("tenant_id"), rs.getString("external_id"));
-                    if (!sessions.containsKey(k)) {
-                        return;
-                    }
-                    Session s = new Session();
-                    s.id = rs.getLong("id");
-                    s.version = rs.getLong("version");
-                    s.eventSeq = rs.getLong("event_seq");
-                    s.repliedVersion = rs.getLong("replied_version");
-                    s.failedVersion = rs.getLong("failed_version");
-                    s.oldest = DbTime.instant(rs, "oldest_unanswered_at");
-                    s.latest = DbTime.instant(rs, "last_message_at");
-                    s.policy = rs.getString("policy");
-                    s.generating = rs.getBoolean("generating");
-                    s.armed = rs.getBoolean("armed");
-                    sessions.put(k, s);
-                    now[0] = DbTime.instant(rs, "now");
+                    free.add(new Key(rs.getString("tenant_id"), rs.getString("external_id")));
                 },
-                readArgs.toArray());
-        for (Map.Entry<Key, Session> e : sessions.entrySet()) {
-            if (e.getValue() == null) {
-                throw new IllegalStateException("session " + e.getKey() + " locked but not read");
+                keyArgs.toArray());
+        Instant[] now = new Instant[1];
+        read(sessions, tenants, ids, now);
+        Set<Key> held = new HashSet<>();
+        List<Key> missing = new ArrayList<>();
+        sessions.forEach((k, s) -> {
+            if (s == null) {
+                missing.add(k);
+            } else if (!free.contains(k)) {
+                held.add(k);
+            }
+        });
+        if (!missing.isEmpty()) {
+            List<Object> lockArgs = new ArrayList<>(2 * missing.size());
+            for (Key k : missing) { // in key order: the map is sorted
+                lockArgs.add(k.tenant());
+                lockArgs.add(k.sessionId());
+            }
+            LockWait.update(
+                    jdbc, lockWait, rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, missing.size()), lockArgs.toArray());
+            read(
+                    sessions,
+                    missing.stream().map(Key::tenant).collect(Collectors.toCollection(LinkedHashSet::new)),
+                    missing.stream().map(Key::sessionId).collect(Collectors.toCollection(LinkedHashSet::new)),
+                    now);
+            for (Key k : missing) {
+                if (sessions.get(k) == null) {
+                    throw new IllegalStateException("session " + k + " locked but not read");
+                }
             }
         }
+        held.forEach(sessions::remove);
 
         // a key stored, or taken by an earlier message of this batch: its answer and the body it was taken with
         Map<StoredKey, Stored> byKey = keyed ? storedKeys(items, sessions) : new HashMap<>();
@@ -230,6 +261,10 @@ final class BatchAcceptance {
         for (Item item : items) {
             MessageRequest request = item.request();
             Session s = sessions.get(new Key(item.tenant(), request.sessionId()));
+            if (s == null) { // held by another writer
+                outcomes.add(Outcome.ALONE);
+                continue;
+            }
             StoredKey key = request.idempotencyKey() == null ? null : new StoredKey(s.id, request.idempotencyKey());
             Stored stored = key == null ? null : byKey.get(key);
             if (stored != null) {
@@ -294,6 +329,39 @@ final class BatchAcceptance {
         return outcomes;
     }
 
+    /**
+     * {@link #READ_SESSIONS} for {@code tenants} × {@code ids}: fills in each session of the batch found (pairs not in
+     * the batch are ignored), and {@code now[0]} with the database time.
+     */
+    private void read(Map<Key, Session> sessions, Set<String> tenants, Set<String> ids, Instant[] now) {
+        List<Object> readArgs = new ArrayList<>(1 + tenants.size() + ids.size());
+        readArgs.add(defaultPolicy);
+        readArgs.addAll(tenants);
+        readArgs.addAll(ids);
+        jdbc.query(
+                in(in(READ_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
+                rs -> {
+                    Key k = new Key(rs.getString("tenant_id"), rs.getString("external_id"));
+                    if (!sessions.containsKey(k)) {
+                        return;
+                    }
+                    Session s = new Session();
+                    s.id = rs.getLong("id");
+                    s.version = rs.getLong("version");
+                    s.eventSeq = rs.getLong("event_seq");
+                    s.repliedVersion = rs.getLong("replied_version");
+                    s.failedVersion = rs.getLong("failed_version");
+                    s.oldest = DbTime.instant(rs, "oldest_unanswered_at");
+                    s.latest = DbTime.instant(rs, "last_message_at");
+                    s.policy = rs.getString("policy");
+                    s.generating = rs.getBoolean("generating");
+                    s.armed = rs.getBoolean("armed");
+                    sessions.put(k, s);
+                    now[0] = DbTime.instant(rs, "now");
+                },
+                readArgs.toArray());
+    }
+
     /** The parameters of {@link #bump}: (id, value) per session for each column in turn, then the ids. */
     private static List<Object> bumpArgs(List<Session> bumped) {
         List<Object> args = new ArrayList<>(9 * bumped.size());
@@ -309,10 +377,14 @@ final class BatchAcceptance {
         Set<Long> pks = new LinkedHashSet<>();
         Set<String> keys = new LinkedHashSet<>();
         for (Item item : items) {
-            if (item.request().idempotencyKey() != null) {
-                pks.add(sessions.get(new Key(item.tenant(), item.request().sessionId())).id);
+            Session s = sessions.get(new Key(item.tenant(), item.request().sessionId()));
+            if (item.request().idempotencyKey() != null && s != null) {
+                pks.add(s.id);
                 keys.add(item.request().idempotencyKey());
             }
+        }
+        if (pks.isEmpty()) {
+            return new HashMap<>();
         }
         Map<Long, String> sessionIds = new HashMap<>();
         sessions.forEach((k, s) -> sessionIds.put(s.id, k.sessionId()));

@@ -39,18 +39,18 @@ import java.util.concurrent.locks.ReentrantLock;
  *   <li><b>Stalled</b>: when nothing has started for {@link #STALL} (a batch waits for a row another transaction
  *       holds, or the process is starved), the whole queue goes alone at once, each request in a lane of its own
  *       beyond the {@value #LANES}: a stuck writer delays the messages queued behind it by at most that long, not
- *       until it is unstuck ({@value #STALLS} counts these releases). A request already in a batch waits with its
- *       batch, which gives up waiting for a row after {@code group-commit-lock-wait} ({@link BatchAcceptance}) and
- *       fails: its requests then go alone (below).</li>
+ *       until it is unstuck ({@value #STALLS} counts these releases). A batch waits for no session row another writer
+ *       holds: it leaves that session's requests out, and they go alone ({@link BatchAcceptance}).</li>
  * </ul>
  * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next, and a transaction
- * in its commit waits for nothing. Why the writers that run side by side cannot deadlock: all of a batch's session
- * locks are taken by its first statement, in key order; a message alone takes its one session row by its first
+ * in its commit waits for nothing. Why the writers that run side by side cannot deadlock: a batch waits for no row
+ * another writer holds (it locks the free rows of its existing sessions without waiting, and creates its new sessions,
+ * in key order, waiting only for one created meanwhile); a message alone takes its one session row by its first
  * statement and then touches only rows of that session; and no two writers side by side share a session, except
- * messages alone (one waits for the other's row, a chain, not a cycle). Two batches would (a multi-row upsert takes
- * next-key locks on the session key index, and two such can each wait for the other), so only one writes at a time.
- * A release after a stall may write beside a batch of its own session; InnoDB resolves such a deadlock, and its loser
- * is accepted again (below). A session's versions and message times rise in the order its writers get its row
+ * messages alone (one waits for the other's row, a chain, not a cycle). Two batches creating sessions could (a
+ * multi-row upsert takes next-key locks on the session key index, and two such can each wait for the other), so only
+ * one writes at a time. A release after a stall may write beside a batch of its own session; InnoDB resolves such a
+ * deadlock, and its loser is accepted again (below). A session's versions and message times rise in the order its writers get its row
  * ({@link MessageTimes}).
  *
  * <p>A batch that fails as a whole (a deadlock, a lost connection, a lost commit acknowledgement) is not retried as a
@@ -80,7 +80,10 @@ final class GroupCommit {
     /** Refused alone (422, 429, 409); nothing of it was stored. */
     record Refused(ApiProblem problem) implements Signal {}
 
-    /** The batch failed: accept alone, from an unknown outcome. */
+    /**
+     * Accept alone: the batch failed ({@code cause}; the outcome is unknown), or left the message out, nothing of it
+     * stored (its session's row was held by another writer; {@code cause} null).
+     */
     record Alone(RuntimeException cause) implements Signal {}
 
     private static final Signal LEAD = new Lead();
@@ -282,7 +285,9 @@ final class GroupCommit {
                     : batches.acceptAll(items, written);
             for (int i = 0; i < told.length; i++) {
                 BatchAcceptance.Outcome o = outcomes.get(i);
-                told[i] = o.refused() != null ? new Refused(o.refused()) : new Done(o.accepted());
+                told[i] = o.alone()
+                        ? new Alone(null)
+                        : o.refused() != null ? new Refused(o.refused()) : new Done(o.accepted());
             }
         } catch (RuntimeException failed) {
             failures.increment();
