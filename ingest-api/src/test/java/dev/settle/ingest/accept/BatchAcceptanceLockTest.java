@@ -157,6 +157,43 @@ class BatchAcceptanceLockTest {
                 UUID.randomUUID().toString());
     }
 
+    /** The locking read of a batch's existing sessions holds each row it returns until the batch commits. */
+    @Test
+    void the_free_rows_lock_holds_the_session_row_until_commit() throws SQLException {
+        String s = "free-lock-" + UUID.randomUUID();
+        assertEquals(
+                202,
+                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}")
+                        .statusCode());
+        long pk = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s);
+        DataSource ds = app.context.getBean(DataSource.class);
+        try (Connection batch = ds.getConnection();
+                Connection other = ds.getConnection()) {
+            batch.setAutoCommit(false);
+            batch.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+            try (PreparedStatement lock = batch.prepareStatement(BatchAcceptance.LOCK_FREE_SESSIONS)) {
+                lock.setString(1, ApiKeyFilter.DEFAULT_TENANT);
+                lock.setString(2, s);
+                try (java.sql.ResultSet rs = lock.executeQuery()) {
+                    assertTrue(rs.next(), "the free session is returned");
+                }
+            }
+            try (Statement st = other.createStatement()) {
+                st.execute("SET SESSION innodb_lock_wait_timeout = 1");
+                SQLException waited = assertThrows(
+                        SQLException.class,
+                        () -> st.executeUpdate(
+                                "UPDATE chat_session SET lease_epoch = lease_epoch + 1 WHERE id = " + pk));
+                assertEquals(1205, waited.getErrorCode(), waited.toString());
+                batch.commit();
+                assertEquals(
+                        1, st.executeUpdate("UPDATE chat_session SET lease_epoch = lease_epoch + 1 WHERE id = " + pk));
+                st.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT");
+            }
+            batch.setAutoCommit(true);
+        }
+    }
+
     @Test
     void the_lock_statement_holds_the_session_row_until_commit() throws SQLException {
         String s = "lock-" + UUID.randomUUID();
