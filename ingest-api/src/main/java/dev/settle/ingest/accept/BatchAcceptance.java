@@ -53,7 +53,7 @@ import java.util.stream.Collectors;
  *       one statement each for all accepted messages; then the commit.</li>
  * </ol>
  *
- * The transaction runs at READ COMMITTED: a locking read of a session that does not exist takes no gap lock, so a
+ * <p>The transaction runs at READ COMMITTED: a locking read of a session that does not exist takes no gap lock, so a
  * batch never holds up the creation of other sessions.
  *
  * <p>Times: every message of a batch is stamped with the batch's database time, read after its locks, or 1 µs after its

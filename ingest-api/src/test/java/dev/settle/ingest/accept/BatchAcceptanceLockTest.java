@@ -160,7 +160,45 @@ class BatchAcceptanceLockTest {
     /** The locking read of a batch's existing sessions holds each row it returns until the batch commits. */
     @Test
     void the_free_rows_lock_holds_the_session_row_until_commit() throws SQLException {
-        String s = "free-lock-" + UUID.randomUUID();
+        assertHeldUntilCommit("free-lock-", (batch, session) -> {
+            batch.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+            try (PreparedStatement lock = batch.prepareStatement(BatchAcceptance.LOCK_FREE_SESSIONS)) {
+                lock.setString(1, ApiKeyFilter.DEFAULT_TENANT);
+                lock.setString(2, session);
+                try (java.sql.ResultSet rs = lock.executeQuery()) {
+                    assertTrue(rs.next(), "the free session is returned");
+                }
+            }
+        });
+    }
+
+    /** The upsert that creates a batch's new sessions locks an existing one's row too, until the batch commits. */
+    @Test
+    void the_lock_statement_holds_the_session_row_until_commit() throws SQLException {
+        long pk = assertHeldUntilCommit("lock-", (batch, session) -> {
+            try (PreparedStatement lock = batch.prepareStatement(BatchAcceptance.LOCK_SESSIONS)) {
+                lock.setString(1, ApiKeyFilter.DEFAULT_TENANT);
+                lock.setString(2, session);
+                lock.executeUpdate();
+            }
+        });
+        assertEquals(1L, app.jdbc.queryForObject("SELECT version FROM chat_session WHERE id = ?", Long.class, pk));
+    }
+
+    /** A statement run on a connection in an open transaction, naming a session by its client-facing id. */
+    @FunctionalInterface
+    private interface Lock {
+        void run(Connection batch, String session) throws SQLException;
+    }
+
+    /**
+     * Creates a session with one message, runs {@code lock} on it in an open transaction, and checks that another
+     * writer of the session's row waits for that transaction until it commits, then gets through.
+     *
+     * @return the session's primary key
+     */
+    private static long assertHeldUntilCommit(String prefix, Lock lock) throws SQLException {
+        String s = prefix + UUID.randomUUID();
         assertEquals(
                 202,
                 app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}")
@@ -170,14 +208,7 @@ class BatchAcceptanceLockTest {
         try (Connection batch = ds.getConnection();
                 Connection other = ds.getConnection()) {
             batch.setAutoCommit(false);
-            batch.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-            try (PreparedStatement lock = batch.prepareStatement(BatchAcceptance.LOCK_FREE_SESSIONS)) {
-                lock.setString(1, ApiKeyFilter.DEFAULT_TENANT);
-                lock.setString(2, s);
-                try (java.sql.ResultSet rs = lock.executeQuery()) {
-                    assertTrue(rs.next(), "the free session is returned");
-                }
-            }
+            lock.run(batch, s);
             try (Statement st = other.createStatement()) {
                 st.execute("SET SESSION innodb_lock_wait_timeout = 1");
                 SQLException waited = assertThrows(
@@ -192,40 +223,6 @@ class BatchAcceptanceLockTest {
             }
             batch.setAutoCommit(true);
         }
-    }
-
-    @Test
-    void the_lock_statement_holds_the_session_row_until_commit() throws SQLException {
-        String s = "lock-" + UUID.randomUUID();
-        assertEquals(
-                202,
-                app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}")
-                        .statusCode());
-        long pk = app.jdbc.queryForObject("SELECT id FROM chat_session WHERE external_id = ?", Long.class, s);
-        DataSource ds = app.context.getBean(DataSource.class);
-        try (Connection batch = ds.getConnection();
-                Connection other = ds.getConnection()) {
-            batch.setAutoCommit(false);
-            try (PreparedStatement lock = batch.prepareStatement(BatchAcceptance.LOCK_SESSIONS)) {
-                lock.setString(1, ApiKeyFilter.DEFAULT_TENANT);
-                lock.setString(2, s);
-                lock.executeUpdate();
-            }
-            try (Statement st = other.createStatement()) {
-                st.execute("SET SESSION innodb_lock_wait_timeout = 1");
-                SQLException waited = assertThrows(
-                        SQLException.class,
-                        () -> st.executeUpdate(
-                                "UPDATE chat_session SET replied_version = replied_version + 0, lease_epoch = lease_epoch + 1 WHERE id = "
-                                        + pk));
-                assertEquals(1205, waited.getErrorCode(), waited.toString());
-                batch.commit();
-                assertEquals(
-                        1, st.executeUpdate("UPDATE chat_session SET lease_epoch = lease_epoch + 1 WHERE id = " + pk));
-                st.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT");
-            }
-            batch.setAutoCommit(true);
-        }
-        assertEquals(1L, app.jdbc.queryForObject("SELECT version FROM chat_session WHERE id = ?", Long.class, pk));
+        return pk;
     }
 }
