@@ -36,11 +36,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *       beside the requests writing alone but without their sessions: a queued request whose session is being written
  *       alone stays queued, in its place, until that writer is done. Under load, one transaction holds many
  *       messages.</li>
- *   <li><b>Stalled</b>: when nothing has started for {@link #STALL} (a batch waits for a row another transaction
- *       holds, or the process is starved), the whole queue goes alone at once, each request in a lane of its own
+ *   <li><b>Stalled</b>: when nothing has started for {@link #STALL} (a batch of one, which the one-message path
+ *       writes, waits for a row another transaction holds, or the process is starved), the whole queue goes alone at once, each request in a lane of its own
  *       beyond the {@value #LANES}: a stuck writer delays the messages queued behind it by at most that long, not
- *       until it is unstuck ({@value #STALLS} counts these releases). A batch waits for no session row another writer
- *       holds: it leaves that session's requests out, and they go alone ({@link BatchAcceptance}).</li>
+ *       until it is unstuck ({@value #STALLS} counts these releases). A batch of several waits for no session row another
+ *       writer holds: it leaves that session's requests out, and they go alone ({@link BatchAcceptance}).</li>
  * </ul>
  * A transaction "writes" until it has sent its last statement; its COMMIT overlaps what starts next, and a transaction
  * in its commit waits for nothing. Why the writers that run side by side cannot deadlock: a batch waits for no row
