@@ -51,6 +51,17 @@ class TimerFirerTest {
         return new TimerFirer(jdbc, new DataSourceTransactionManager(dataSource), kafka, SETTINGS, meters);
     }
 
+    /** A firer whose rounds wait {@code publishTimeout} for the broker's acks. */
+    private static TimerFirer firer(KafkaTemplate<String, String> kafka, Duration publishTimeout) {
+        return new TimerFirer(
+                jdbc,
+                new DataSourceTransactionManager(dataSource),
+                kafka,
+                SETTINGS,
+                new SimpleMeterRegistry(),
+                publishTimeout);
+    }
+
     /** {@code settle.debounce.fires} by cause: window, maxwait, sweeper (whatever their window tag). */
     private static List<Double> fires(MeterRegistry meters) {
         return List.of("window", "maxwait", "sweeper").stream()
@@ -216,13 +227,7 @@ class TimerFirerTest {
         KafkaTemplate<String, String> real = kafka(SharedInfra.kafkaBootstrap());
         ReturningBroker broker = new ReturningBroker(real);
         try (ReadyEvents ready = new ReadyEvents()) {
-            TimerFirer firer = new TimerFirer(
-                    jdbc,
-                    new DataSourceTransactionManager(dataSource),
-                    broker,
-                    SETTINGS,
-                    new SimpleMeterRegistry(),
-                    Duration.ofMillis(200));
+            TimerFirer firer = firer(broker, Duration.ofMillis(200));
             assertThatThrownBy(firer::fireDue)
                     .as("the first round stops waiting for the acks and rolls back")
                     .isInstanceOf(IllegalStateException.class);

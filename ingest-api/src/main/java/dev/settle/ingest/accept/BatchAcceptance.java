@@ -210,47 +210,8 @@ final class BatchAcceptance {
             keyed |= item.request().idempotencyKey() != null;
         }
 
-        List<Object> keyArgs = new ArrayList<>(tenants.size() + ids.size());
-        keyArgs.addAll(tenants);
-        keyArgs.addAll(ids);
-        Set<Key> free = new HashSet<>();
-        jdbc.query(
-                in(in(LOCK_FREE_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
-                rs -> {
-                    free.add(new Key(rs.getString("tenant_id"), rs.getString("external_id")));
-                },
-                keyArgs.toArray());
         Instant[] now = new Instant[1];
-        read(sessions, tenants, ids, now);
-        Set<Key> held = new HashSet<>();
-        List<Key> missing = new ArrayList<>();
-        sessions.forEach((k, s) -> {
-            if (s == null) {
-                missing.add(k);
-            } else if (!free.contains(k)) {
-                held.add(k);
-            }
-        });
-        if (!missing.isEmpty()) {
-            List<Object> lockArgs = new ArrayList<>(2 * missing.size());
-            for (Key k : missing) { // in key order: the map is sorted
-                lockArgs.add(k.tenant());
-                lockArgs.add(k.sessionId());
-            }
-            LockWait.update(
-                    jdbc, lockWait, rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, missing.size()), lockArgs.toArray());
-            read(
-                    sessions,
-                    missing.stream().map(Key::tenant).collect(Collectors.toCollection(LinkedHashSet::new)),
-                    missing.stream().map(Key::sessionId).collect(Collectors.toCollection(LinkedHashSet::new)),
-                    now);
-            for (Key k : missing) {
-                if (sessions.get(k) == null) {
-                    throw new IllegalStateException("session " + k + " locked but not read");
-                }
-            }
-        }
-        held.forEach(sessions::remove);
+        lockAndRead(sessions, tenants, ids, now);
 
         // a key stored, or taken by an earlier message of this batch: its answer and the body it was taken with
         Map<StoredKey, Stored> byKey = keyed ? storedKeys(items, sessions) : new HashMap<>();
@@ -327,6 +288,54 @@ final class BatchAcceptance {
         jdbc.update(rows(INSERT_MESSAGES, MESSAGE_ROW, ", " + MESSAGE_ROW, events.size()), messageArgs.toArray());
         SessionEvents.insertReserved(jdbc, events);
         return outcomes;
+    }
+
+    /**
+     * Steps 1–3 of the class comment: locks the batch's free existing sessions, reads them, creates and reads the new
+     * ones, and leaves in {@code sessions} only those this transaction holds (a held session is removed: its messages
+     * go alone); {@code now[0]} gets the database time.
+     */
+    private void lockAndRead(TreeMap<Key, Session> sessions, Set<String> tenants, Set<String> ids, Instant[] now) {
+        List<Object> keyArgs = new ArrayList<>(tenants.size() + ids.size());
+        keyArgs.addAll(tenants);
+        keyArgs.addAll(ids);
+        Set<Key> free = new HashSet<>();
+        jdbc.query(
+                in(in(LOCK_FREE_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
+                rs -> {
+                    free.add(new Key(rs.getString("tenant_id"), rs.getString("external_id")));
+                },
+                keyArgs.toArray());
+        read(sessions, tenants, ids, now);
+        Set<Key> held = new HashSet<>();
+        List<Key> missing = new ArrayList<>();
+        sessions.forEach((k, s) -> {
+            if (s == null) {
+                missing.add(k);
+            } else if (!free.contains(k)) {
+                held.add(k);
+            }
+        });
+        if (!missing.isEmpty()) {
+            List<Object> lockArgs = new ArrayList<>(2 * missing.size());
+            for (Key k : missing) { // in key order: the map is sorted
+                lockArgs.add(k.tenant());
+                lockArgs.add(k.sessionId());
+            }
+            LockWait.update(
+                    jdbc, lockWait, rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, missing.size()), lockArgs.toArray());
+            read(
+                    sessions,
+                    missing.stream().map(Key::tenant).collect(Collectors.toCollection(LinkedHashSet::new)),
+                    missing.stream().map(Key::sessionId).collect(Collectors.toCollection(LinkedHashSet::new)),
+                    now);
+            for (Key k : missing) {
+                if (sessions.get(k) == null) {
+                    throw new IllegalStateException("session " + k + " locked but not read");
+                }
+            }
+        }
+        held.forEach(sessions::remove);
     }
 
     /**
