@@ -23,7 +23,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Collectors;
 
 /**
  * "accepted means durable" for messages that arrive together ({@code settle.ingest.group-commit}, {@link GroupCommit}):
@@ -70,22 +69,27 @@ final class BatchAcceptance {
     static final String LOCK_ROW = "(?, ?, 0, 0, UTC_TIMESTAMP(6))";
 
     /**
-     * Every tenant × every session id of the batch that exists and that no other transaction holds, locked (pairs not
-     * in the batch are locked too and ignored). It reads the session table only: its reasons to refuse a message are
-     * read by {@link #READ_SESSIONS}, after it.
+     * The batch's (tenant, session id) pairs, each parameter pair one entry of the unique key: a list of pairs, not a
+     * tenant list and an id list, whose product would name other tenants' sessions that share an id with one of the
+     * batch's. MySQL and MariaDB read such a list as ranges of that index. {@link #pairs} sizes it to the batch.
      */
-    static final String LOCK_FREE_SESSIONS = """
-            SELECT s.tenant_id, s.external_id FROM chat_session s WHERE s.tenant_id IN (?) AND s.external_id IN (?)
-               FOR UPDATE SKIP LOCKED""";
+    static final String PAIRS = "(s.tenant_id, s.external_id) IN ((?, ?))";
 
-    /** Every tenant × every session id of the batch (pairs not in the batch are ignored). */
+    /**
+     * The batch's sessions that exist and that no other transaction holds, locked. It reads the session table only:
+     * its reasons to refuse a message are read by {@link #READ_SESSIONS}, after it.
+     */
+    static final String LOCK_FREE_SESSIONS =
+            "SELECT s.tenant_id, s.external_id FROM chat_session s WHERE " + PAIRS + " FOR UPDATE SKIP LOCKED";
+
+    /** The batch's sessions ({@link #PAIRS}). */
     static final String READ_SESSIONS =
             "SELECT s.id, s.tenant_id, s.external_id, s.version, s.event_seq, s.replied_version, s.failed_version, "
                     + "s.oldest_unanswered_at, s.last_message_at, " + SessionRules.EFFECTIVE_POLICY + " AS policy, "
                     + SessionRules.LEASE_LIVE + " AS generating, " + """
                    EXISTS (SELECT 1 FROM debounce_timer t WHERE t.session_id = s.id) AS armed,
                    UTC_TIMESTAMP(6) AS now
-              FROM chat_session s WHERE s.tenant_id IN (?) AND s.external_id IN (?)""";
+              FROM chat_session s WHERE\s""" + PAIRS;
 
     static final String FIND_KEYS = """
             SELECT m.session_id, m.idempotency_key, m.message_uid, m.version, m.body_sha256
@@ -200,18 +204,14 @@ final class BatchAcceptance {
 
     private List<Outcome> decideAndWrite(List<Item> items) {
         TreeMap<Key, Session> sessions = new TreeMap<>();
-        Set<String> tenants = new LinkedHashSet<>();
-        Set<String> ids = new LinkedHashSet<>();
         boolean keyed = false;
         for (Item item : items) {
             sessions.put(new Key(item.tenant(), item.request().sessionId()), null);
-            tenants.add(item.tenant());
-            ids.add(item.request().sessionId());
             keyed |= item.request().idempotencyKey() != null;
         }
 
         Instant[] now = new Instant[1];
-        lockAndRead(sessions, tenants, ids, now);
+        lockAndRead(sessions, now);
 
         // a key stored, or taken by an earlier message of this batch: its answer and the body it was taken with
         Map<StoredKey, Stored> byKey = keyed ? storedKeys(items, sessions) : new HashMap<>();
@@ -295,18 +295,16 @@ final class BatchAcceptance {
      * ones, and leaves in {@code sessions} only those this transaction holds (a held session is removed: its messages
      * go alone); {@code now[0]} gets the database time.
      */
-    private void lockAndRead(TreeMap<Key, Session> sessions, Set<String> tenants, Set<String> ids, Instant[] now) {
-        List<Object> keyArgs = new ArrayList<>(tenants.size() + ids.size());
-        keyArgs.addAll(tenants);
-        keyArgs.addAll(ids);
+    private void lockAndRead(TreeMap<Key, Session> sessions, Instant[] now) {
+        List<Key> batch = List.copyOf(sessions.keySet());
         Set<Key> free = new HashSet<>();
         jdbc.query(
-                in(in(LOCK_FREE_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
+                pairs(LOCK_FREE_SESSIONS, batch.size()),
                 rs -> {
                     free.add(new Key(rs.getString("tenant_id"), rs.getString("external_id")));
                 },
-                keyArgs.toArray());
-        read(sessions, tenants, ids, now);
+                pairArgs(List.of(), batch));
+        read(sessions, batch, now);
         Set<Key> held = new HashSet<>();
         List<Key> missing = new ArrayList<>();
         sessions.forEach((k, s) -> {
@@ -317,18 +315,12 @@ final class BatchAcceptance {
             }
         });
         if (!missing.isEmpty()) {
-            List<Object> lockArgs = new ArrayList<>(2 * missing.size());
-            for (Key k : missing) { // in key order: the map is sorted
-                lockArgs.add(k.tenant());
-                lockArgs.add(k.sessionId());
-            }
-            LockWait.update(
-                    jdbc, lockWait, rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, missing.size()), lockArgs.toArray());
-            read(
-                    sessions,
-                    missing.stream().map(Key::tenant).collect(Collectors.toCollection(LinkedHashSet::new)),
-                    missing.stream().map(Key::sessionId).collect(Collectors.toCollection(LinkedHashSet::new)),
-                    now);
+            LockWait.update( // in key order: the map is sorted
+                    jdbc,
+                    lockWait,
+                    rows(LOCK_SESSIONS, LOCK_ROW, ", " + LOCK_ROW, missing.size()),
+                    pairArgs(List.of(), missing));
+            read(sessions, missing, now);
             for (Key k : missing) {
                 if (sessions.get(k) == null) {
                     throw new IllegalStateException("session " + k + " locked but not read");
@@ -339,21 +331,14 @@ final class BatchAcceptance {
     }
 
     /**
-     * {@link #READ_SESSIONS} for {@code tenants} × {@code ids}: fills in each session of the batch found (pairs not in
-     * the batch are ignored), and {@code now[0]} with the database time.
+     * {@link #READ_SESSIONS} for {@code keys}: fills in each of them that exists, and {@code now[0]} with the database
+     * time.
      */
-    private void read(Map<Key, Session> sessions, Set<String> tenants, Set<String> ids, Instant[] now) {
-        List<Object> readArgs = new ArrayList<>(1 + tenants.size() + ids.size());
-        readArgs.add(defaultPolicy);
-        readArgs.addAll(tenants);
-        readArgs.addAll(ids);
+    private void read(Map<Key, Session> sessions, List<Key> keys, Instant[] now) {
         jdbc.query(
-                in(in(READ_SESSIONS, "s.tenant_id IN (?)", tenants.size()), "s.external_id IN (?)", ids.size()),
+                pairs(READ_SESSIONS, keys.size()),
                 rs -> {
                     Key k = new Key(rs.getString("tenant_id"), rs.getString("external_id"));
-                    if (!sessions.containsKey(k)) {
-                        return;
-                    }
                     Session s = new Session();
                     s.id = rs.getLong("id");
                     s.version = rs.getLong("version");
@@ -368,7 +353,20 @@ final class BatchAcceptance {
                     sessions.put(k, s);
                     now[0] = DbTime.instant(rs, "now");
                 },
-                readArgs.toArray());
+                pairArgs(List.of(defaultPolicy), keys));
+    }
+
+    /** {@code sql} with its {@link #PAIRS} list of {@code n} pairs. */
+    static String pairs(String sql, int n) {
+        return rows(sql, "IN ((?, ?)", ", (?, ?)", n);
+    }
+
+    /** {@code before}, then tenant and session id of each key: the parameters of a {@link #PAIRS} statement. */
+    private static Object[] pairArgs(List<Object> before, List<Key> keys) {
+        List<Object> args = new ArrayList<>(before.size() + 2 * keys.size());
+        args.addAll(before);
+        keys.forEach(k -> Collections.addAll(args, k.tenant(), k.sessionId()));
+        return args.toArray();
     }
 
     /** The parameters of {@link #bump}: (id, value) per session for each column in turn, then the ids. */

@@ -56,12 +56,7 @@ class BatchAcceptanceLockTest {
                     app.post("/v1/sessions/" + s + "/messages", "application/json", "{\"text\":\"hi\"}")
                             .statusCode());
         }
-        BatchAcceptance batches = new BatchAcceptance(
-                app.jdbc,
-                app.context.getBean(TransactionTemplate.class),
-                "queue",
-                app.context.getBean(IngestSettings.class).limits(),
-                LOCK_WAIT);
+        BatchAcceptance batches = batches();
         DataSource ds = app.context.getBean(DataSource.class);
         try (Connection other = ds.getConnection()) {
             other.setAutoCommit(false);
@@ -114,12 +109,7 @@ class BatchAcceptanceLockTest {
         }
         long rows = app.jdbc.queryForObject("SELECT COUNT(*) FROM chat_session", Long.class);
         assertTrue(rows < 60, "a small table: " + rows + " rows");
-        BatchAcceptance batches = new BatchAcceptance(
-                app.jdbc,
-                app.context.getBean(TransactionTemplate.class),
-                "queue",
-                app.context.getBean(IngestSettings.class).limits(),
-                LOCK_WAIT);
+        BatchAcceptance batches = batches();
         DataSource ds = app.context.getBean(DataSource.class);
         try (Connection other = ds.getConnection()) {
             other.setAutoCommit(false);
@@ -148,6 +138,86 @@ class BatchAcceptanceLockTest {
                         Long.class,
                         prefix + "%"),
                 "every session of the batch took version 1");
+    }
+
+    /**
+     * A batch of two tenants' sessions locks exactly its own (tenant, session) pairs: not another tenant's session that
+     * happens to share a session id with one of the batch's, whose writers would otherwise wait for a batch they have
+     * nothing to do with.
+     */
+    @Test
+    void a_batch_of_two_tenants_locks_its_own_sessions_and_no_other_tenants() throws Exception {
+        String x = "pair-x-" + UUID.randomUUID();
+        String y = "pair-y-" + UUID.randomUUID();
+        String other = "pair-tenant-" + UUID.randomUUID();
+        for (String tenant : List.of(ApiKeyFilter.DEFAULT_TENANT, other)) {
+            for (String s : List.of(x, y)) {
+                app.jdbc.update(
+                        "INSERT INTO chat_session (tenant_id, external_id, created_at) VALUES (?, ?, UTC_TIMESTAMP(6))",
+                        tenant,
+                        s);
+            }
+        }
+        DataSource ds = app.context.getBean(DataSource.class);
+        List<String> waitedFor = new java.util.ArrayList<>();
+        List<BatchAcceptance.Outcome> outcomes;
+        try (Connection probe = ds.getConnection()) {
+            try (Statement st = probe.createStatement()) {
+                st.execute("SET SESSION innodb_lock_wait_timeout = 1");
+            }
+            probe.setAutoCommit(false);
+            // the batch's sessions are (default, x) and (other, y); (default, y) and (other, x) are not in it
+            List<BatchAcceptance.Item> items = List.of(
+                    item(x, "a"),
+                    new BatchAcceptance.Item(
+                            other,
+                            new MessageRequest(y, "b", null, "sha-b"),
+                            UUID.randomUUID().toString()));
+            outcomes = CompletableFuture.supplyAsync(
+                            () -> batches().acceptAll(items, () -> {
+                                // inside the batch's transaction, after its writes: which rows does it hold?
+                                for (String[] pair : List.of(
+                                        new String[] {ApiKeyFilter.DEFAULT_TENANT, x},
+                                        new String[] {ApiKeyFilter.DEFAULT_TENANT, y},
+                                        new String[] {other, x},
+                                        new String[] {other, y})) {
+                                    if (locked(probe, pair[0], pair[1])) {
+                                        waitedFor.add(pair[0] + "/" + pair[1]);
+                                    }
+                                }
+                            }),
+                            r -> Thread.ofPlatform().start(r))
+                    .get(30, TimeUnit.SECONDS);
+            probe.rollback();
+        }
+        assertEquals(2, outcomes.stream().filter(o -> o.accepted() != null).count(), outcomes.toString());
+        assertEquals(
+                List.of(ApiKeyFilter.DEFAULT_TENANT + "/" + x, other + "/" + y),
+                waitedFor,
+                "the rows the batch held while it was open");
+    }
+
+    /** Whether another transaction holds the session's row: a locking read of it waits out the 1 s lock wait. */
+    private static boolean locked(Connection probe, String tenant, String session) {
+        try (PreparedStatement st = probe.prepareStatement(
+                "SELECT id FROM chat_session WHERE tenant_id = ? AND external_id = ? FOR UPDATE")) {
+            st.setString(1, tenant);
+            st.setString(2, session);
+            st.executeQuery().close();
+            return false;
+        } catch (SQLException e) {
+            assertEquals(1205, e.getErrorCode(), e.toString());
+            return true;
+        }
+    }
+
+    private static BatchAcceptance batches() {
+        return new BatchAcceptance(
+                app.jdbc,
+                app.context.getBean(TransactionTemplate.class),
+                "queue",
+                app.context.getBean(IngestSettings.class).limits(),
+                LOCK_WAIT);
     }
 
     private static BatchAcceptance.Item item(String session, String text) {
