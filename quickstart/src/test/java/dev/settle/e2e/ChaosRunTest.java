@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * The promises under faults: a generated workload against 3 agent-worker instances (each in its own JVM, so
  * that any of them can be killed and frozen for real; every instance also runs a webhook dispatcher), 2 debounce-worker
  * instances, one Kafka broker (a {@link KafkaBrokerProcess} of this test's own, in its own JVM, so it can be
- * killed and restarted on the same port) and one database, while {@link ChaosFaults} injects faults (the broker
+ * killed and restarted on the same port) and one database, with the users' clients in a JVM of their own
+ * ({@link ChaosClients}), while {@link ChaosFaults} injects faults (the broker
  * restarted 2–4 s in, then every 15–45 s); then a complete history is judged by {@link HistoryChecker}, POST
  * latencies included (within {@link HistoryChecker#POST_LIMIT} outside the broker outages).
  *
@@ -65,6 +66,7 @@ class ChaosRunTest {
             List<AgentProcess> agents = new ArrayList<>();
             ChaosFaults faults = null;
             StallWitness witness = null;
+            ChaosClients clients = null;
             try {
                 // every agent process, first ones and replacements, logs in as a user of its own
                 AtomicInteger agentProcesses = new AtomicInteger();
@@ -86,9 +88,8 @@ class ChaosRunTest {
                             .until(() -> agent.logContains("partitions assigned"));
                 }
 
-                warmUp(settle, sessions);
-
-                ChaosWorkload workload = new ChaosWorkload(settle, SettleSystem.WINDOW);
+                clients = ChaosClients.start(
+                        settle.baseUrl(), SettleSystem.KEY, sessions, bursts, 42, SettleSystem.WINDOW);
                 // the agents now, replacements included, once the faults hold them
                 AtomicReference<ChaosFaults> injecting = new AtomicReference<>();
                 witness = new StallWitness(
@@ -101,14 +102,15 @@ class ChaosRunTest {
                                         : injecting.get().agents()));
                 Instant started = Instant.now();
                 long startedNanos = System.nanoTime();
-                List<String> ids;
+                ChaosWorkload workload;
                 faults = new ChaosFaults(settle, chaosModel, agents, newAgent, TTL, broker);
                 injecting.set(faults);
                 try {
-                    ids = workload.run(sessions, bursts, 42);
+                    workload = clients.run(settle);
                 } finally {
                     faults.close();
                 }
+                List<String> ids = workload.ids;
                 // quiesce: a client retries a session whose turn failed while the model was down
                 // the backlog left when the workload stops grows with its size: 4 minutes, or 1 per 1,000 bursts
                 await("every session answered and delivered")
@@ -132,6 +134,9 @@ class ChaosRunTest {
 
                 check(settle, sessions, bursts, ids, workload, faults, witness, took, startedNanos);
             } finally {
+                if (clients != null) {
+                    clients.close();
+                }
                 if (witness != null) {
                     witness.close();
                 }
@@ -179,27 +184,6 @@ class ChaosRunTest {
             }
         }
         return user + " (replaced)";
-    }
-
-    /**
-     * Two rounds of as many POSTs at once as the run has users, to sessions of their own, before the run's clock
-     * starts: the first requests of a fresh JVM (class loading, JIT, request threads, pool connections) are slow
-     * for reasons that are neither a turn nor Kafka, and the latency checks judge Settle, not a cold start.
-     */
-    static void warmUp(SettleSystem settle, int users) throws Exception {
-        for (int round = 0; round < 2; round++) {
-            try (java.util.concurrent.ExecutorService clients =
-                    java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
-                List<java.util.concurrent.Future<?>> posts = new ArrayList<>();
-                for (int i = 0; i < users; i++) {
-                    String session = "warm-up-" + i;
-                    posts.add(clients.submit(() -> settle.post(session, "warming up")));
-                }
-                for (java.util.concurrent.Future<?> f : posts) {
-                    f.get();
-                }
-            }
-        }
     }
 
     static void check(

@@ -18,10 +18,36 @@ import java.util.concurrent.atomic.AtomicInteger;
  * debounce window; double-clicks (one Idempotency-Key posted twice at once), multi-device bursts (two posts
  * at once), messages while a reply is generating, bookings that run a side-effecting tool, and fast
  * typists who type past max-wait. Every 202 is recorded: the history the checker judges.
+ *
+ * <p>It runs in a JVM of its own ({@link ChaosClients}), as users' clients do: the POST latencies the checker judges
+ * are then the service's, not those of 200 clients waiting for the same two carriers as the service's own threads.
  */
 final class ChaosWorkload {
+    /** What the workload sends through: ingest-api's HTTP API. */
+    interface Api {
+        /** POSTs a message with an optional Idempotency-Key; never throws on a non-202. */
+        ApiResult post(String sessionId, String text, String idempotencyKey);
+
+        /** POSTs an empty body to {@code path}; returns the status. */
+        int postPath(String path);
+    }
+
     /** One accepted message. */
     record Accepted(String sessionId, long version, String messageId, String text) {}
+
+    /**
+     * What a run leaves for the checker, as it crosses from the clients' JVM: the sessions, every accepted message,
+     * the bookings per session, the counters by name, every POST attempt, and the first POST that failed (null: none)
+     * with its session.
+     */
+    record Results(
+            List<String> ids,
+            List<Accepted> accepted,
+            Map<String, Integer> bookingsPerSession,
+            Map<String, Integer> counts,
+            List<Post> posts,
+            String failure,
+            String failedSession) {}
 
     /** Every accepted message by messageId (a replayed Idempotency-Key answers the same id). */
     final Map<String, Accepted> accepted = new ConcurrentHashMap<>();
@@ -50,17 +76,58 @@ final class ChaosWorkload {
     /** Every POST attempt, retries included. */
     final List<Post> postTimes = java.util.Collections.synchronizedList(new ArrayList<>());
 
-    private final AtomicInteger amounts = new AtomicInteger(1000);
-    private final SettleSystem settle;
-    private final Duration window;
+    /** The sessions of the run. */
+    final List<String> ids = new ArrayList<>();
 
-    ChaosWorkload(SettleSystem settle, Duration window) {
-        this.settle = settle;
+    private final AtomicInteger amounts = new AtomicInteger(1000);
+    private final Api api;
+    private final Duration window;
+    private volatile String failedSession;
+
+    ChaosWorkload(Api api, Duration window) {
+        this.api = api;
         this.window = window;
     }
 
+    /** The run's results ({@link #results}) back in a workload, for the checker and the report. */
+    static ChaosWorkload of(Results r) {
+        ChaosWorkload w = new ChaosWorkload(null, Duration.ZERO);
+        w.ids.addAll(r.ids());
+        r.accepted().forEach(a -> w.accepted.put(a.messageId(), a));
+        w.bookingsPerSession.putAll(r.bookingsPerSession());
+        w.postTimes.addAll(r.posts());
+        w.counters().forEach((name, counter) -> counter.set(r.counts().getOrDefault(name, 0)));
+        return w;
+    }
+
+    /** What the run left, {@code failure} its first failed POST's error (null: none). */
+    Results results(String failure) {
+        Map<String, Integer> counts = new java.util.TreeMap<>();
+        counters().forEach((name, counter) -> counts.put(name, counter.get()));
+        synchronized (postTimes) {
+            return new Results(
+                    List.copyOf(ids),
+                    List.copyOf(accepted.values()),
+                    Map.copyOf(bookingsPerSession),
+                    counts,
+                    List.copyOf(postTimes),
+                    failure,
+                    failure == null ? null : failedSession);
+        }
+    }
+
+    private Map<String, AtomicInteger> counters() {
+        return Map.of(
+                "bursts", bursts,
+                "doubleClicks", doubleClicks,
+                "multiDevice", multiDevice,
+                "fastTypists", fastTypists,
+                "serverRetries", serverRetries,
+                "unansweredRefusals", unansweredRefusals,
+                "failedTurnRetries", failedTurnRetries);
+    }
+
     List<String> run(int sessions, int burstsPerSession, long seed) throws Exception {
-        List<String> ids = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
             ids.add("chaos-" + i + "-" + UUID.randomUUID().toString().substring(0, 8));
         }
@@ -156,58 +223,26 @@ final class ChaosWorkload {
         // quiesce step does
         for (int retry = 0; r.status() == 429 && r.body().contains("too-many-unanswered") && retry < 150; retry++) {
             unansweredRefusals.incrementAndGet();
-            if (r.body().contains("last turn failed") && settle.postPath("/v1/sessions/" + s + "/retry") == 202) {
+            if (r.body().contains("last turn failed") && api.postPath("/v1/sessions/" + s + "/retry") == 202) {
                 failedTurnRetries.incrementAndGet();
             }
             sleep(2000);
             r = timedPost(s, text, idempotencyKey);
         }
         if (r.status() != 202) {
-            throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body() + "\n" + state(s));
+            failedSession = s;
+            throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body());
         }
         Accepted a = new Accepted(
                 s, r.json().get("version").asLong(), r.json().get("messageId").asString(), text);
         accepted.putIfAbsent(a.messageId(), a);
     }
 
-    /** The session as the agents see it (its row, its timer, its last turns): stuck or slow, for a failure message. */
-    private String state(String s) {
-        StringBuilder sb = new StringBuilder("session ").append(s).append(" at ");
-        try {
-            sb.append(settle.jdbc.queryForObject("SELECT UTC_TIMESTAMP(6)", String.class));
-            settle.jdbc
-                    .queryForList("""
-                    SELECT id, version, replied_version, failed_version, oldest_unanswered_at, last_message_at,
-                           lease_token, lease_epoch, lease_expires_at
-                      FROM chat_session WHERE external_id = ?""", s)
-                    .forEach(row -> sb.append("\n  session ").append(row));
-            settle.jdbc
-                    .queryForList("""
-                    SELECT d.* FROM debounce_timer d JOIN chat_session s ON s.id = d.session_id
-                     WHERE s.external_id = ?""", s)
-                    .forEach(row -> sb.append("\n  timer ").append(row));
-            settle.jdbc
-                    .queryForList("""
-                    SELECT b.* FROM session_burst b JOIN chat_session s ON s.id = b.session_id
-                     WHERE s.external_id = ?""", s)
-                    .forEach(row -> sb.append("\n  burst ").append(row));
-            settle.jdbc
-                    .queryForList("""
-                    SELECT t.id, t.state, t.from_version, t.to_version, t.lease_epoch, t.reason, t.started_at, t.ended_at
-                      FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
-                     WHERE s.external_id = ? ORDER BY t.id DESC LIMIT 8""", s)
-                    .forEach(row -> sb.append("\n  turn ").append(row));
-        } catch (RuntimeException e) {
-            sb.append("\n  (state unreadable: ").append(e).append(')');
-        }
-        return sb.toString();
-    }
-
     private ApiResult timedPost(String s, String text, String idempotencyKey) {
         long started = System.nanoTime();
         int status = -1;
         try {
-            ApiResult r = settle.postWithKey(s, text, idempotencyKey);
+            ApiResult r = api.post(s, text, idempotencyKey);
             status = r.status();
             return r;
         } finally {

@@ -42,6 +42,7 @@ public final class SettleSystem implements AutoCloseable {
     public final ConfigurableApplicationContext agent;
     public final JdbcTemplate jdbc;
     private final String base;
+    private final HttpApi api;
     private final HttpClient http = HttpClient.newHttpClient();
 
     public SettleSystem(String hint) {
@@ -135,6 +136,7 @@ public final class SettleSystem implements AutoCloseable {
         agent = withAgent ? startAgent() : null;
         jdbc = ingest.getBean(JdbcTemplate.class);
         base = "http://127.0.0.1:" + SettleLauncher.port(ingest);
+        api = new HttpApi(base, KEY);
     }
 
     private final String group;
@@ -214,16 +216,7 @@ public final class SettleSystem implements AutoCloseable {
 
     /** POSTs with an optional Idempotency-Key; never throws on a non-202. */
     public ChaosWorkload.ApiResult postWithKey(String sessionId, String text, String idempotencyKey) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/v1/sessions/" + sessionId + "/messages"))
-                .header("Authorization", "Bearer " + KEY)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(Map.of("text", text))));
-        if (idempotencyKey != null) {
-            b.header("Idempotency-Key", idempotencyKey);
-        }
-        HttpResponse<String> r = send(b.build());
-        return new ChaosWorkload.ApiResult(
-                r.statusCode(), r.body(), r.statusCode() == 202 ? JSON.readTree(r.body()) : null);
+        return api.post(sessionId, text, idempotencyKey);
     }
 
     /** POSTs and returns the raw status (for refusals). */
@@ -242,11 +235,7 @@ public final class SettleSystem implements AutoCloseable {
 
     /** POSTs an empty body to {@code path}; returns the status. */
     public int postPath(String path) {
-        return send(HttpRequest.newBuilder(URI.create(base + path))
-                        .header("Authorization", "Bearer " + KEY)
-                        .POST(HttpRequest.BodyPublishers.noBody())
-                        .build())
-                .statusCode();
+        return api.postPath(path);
     }
 
     public JsonNode put(String path, String json) {
@@ -259,6 +248,31 @@ public final class SettleSystem implements AutoCloseable {
             throw new AssertionError("PUT answered " + r.statusCode() + ": " + r.body());
         }
         return JSON.readTree(r.body());
+    }
+
+    /** The session as the agents see it (its row, its timer, its last turns): stuck or slow, for a failure message. */
+    String sessionState(String s) {
+        StringBuilder sb = new StringBuilder("session ").append(s).append(" at ");
+        try {
+            sb.append(jdbc.queryForObject("SELECT UTC_TIMESTAMP(6)", String.class));
+            jdbc.queryForList("""
+                    SELECT id, version, replied_version, failed_version, oldest_unanswered_at, last_message_at,
+                           lease_token, lease_epoch, lease_expires_at
+                      FROM chat_session WHERE external_id = ?""", s).forEach(row -> sb.append("\n  session ").append(row));
+            jdbc.queryForList("""
+                    SELECT d.* FROM debounce_timer d JOIN chat_session s ON s.id = d.session_id
+                     WHERE s.external_id = ?""", s).forEach(row -> sb.append("\n  timer ").append(row));
+            jdbc.queryForList("""
+                    SELECT b.* FROM session_burst b JOIN chat_session s ON s.id = b.session_id
+                     WHERE s.external_id = ?""", s).forEach(row -> sb.append("\n  burst ").append(row));
+            jdbc.queryForList("""
+                    SELECT t.id, t.state, t.from_version, t.to_version, t.lease_epoch, t.reason, t.started_at, t.ended_at
+                      FROM chat_turn t JOIN chat_session s ON s.id = t.session_id
+                     WHERE s.external_id = ? ORDER BY t.id DESC LIMIT 8""", s).forEach(row -> sb.append("\n  turn ").append(row));
+        } catch (RuntimeException e) {
+            sb.append("\n  (state unreadable: ").append(e).append(')');
+        }
+        return sb.toString();
     }
 
     public String baseUrl() {
