@@ -25,9 +25,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   <li>Every TTL / 3, one short transaction per 500 leases renews them all ({@link SessionLease#renewAll}), on a
  *       connection pool of its own: thousands of turns waiting for database connections cannot delay a
  *       renewal past the TTL.</li>
- *   <li>A renewal never queues behind a row lock: rows locked by others are skipped and renewed together
- *       afterwards, and a round waits at most once, at most {@link #LOCK_WAIT_SECONDS} (the pool's session lock
- *       wait timeout), however many rows others hold ({@link SessionLease#renewAll}).</li>
+ *   <li>A renewal never queues behind a row lock while it holds another: rows locked by others are skipped and
+ *       renewed afterwards one row per statement, and a round waits at most once, at most {@link #LOCK_WAIT_SECONDS}
+ *       (the pool's session lock wait timeout), however many rows others hold ({@link SessionLease#renewAll}).</li>
  *   <li>A lease that was not renewed is lost: its turn is told (and its thread interrupted); from then on
  *       the holder writes nothing. Once its beat is closed, a turn is never interrupted by it: the turn's
  *       release and re-arm run after the close.</li>

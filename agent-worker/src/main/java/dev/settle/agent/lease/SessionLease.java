@@ -142,13 +142,14 @@ public class SessionLease {
      *
      * <ol>
      *   <li>Per 500 leases, the rows nobody else holds are locked and renewed at once ({@link #renewUnlocked}).</li>
-     *   <li>The rows that were held, usually free again a moment later, are renewed in one statement per 500
-     *       ({@link #RENEW_ALL}) on the pool's short lock wait; when it renews fewer rows than asked, a plain read
-     *       ({@link #STILL_OURS}) tells which leases it renewed and which are lost.</li>
+     *   <li>The rows that were held, usually free again a moment later, are renewed one row per statement
+     *       ({@link #HEARTBEAT}, committing alone) on the pool's short lock wait: a statement waiting for its row holds
+     *       no other. One statement for all of them would lock each row as it got it and keep it while it waited for
+     *       the next, so the POSTs of the worker's other sessions would queue behind a row someone else holds.</li>
      *   <li>A round waits for a lock at most once: once a statement timed out on a held row, the leases not yet
-     *       renewed count as live this round (they are not known to be lost) and the next round tries again. A round
-     *       that waited for each held row in turn would last one lock wait per row while every other lease of the
-     *       worker went unrenewed.</li>
+     *       renewed are renewed only where nobody holds the row ({@link #renewUnlocked}), and the rest count as live
+     *       this round (they are not known to be lost); the next round tries again. A round that waited for each held
+     *       row in turn would last one lock wait per row while every other lease of the worker went unrenewed.</li>
      * </ol>
      */
     public java.util.Set<String> renewAll(JdbcTemplate via, java.util.List<Lease> held) {
@@ -160,44 +161,28 @@ public class SessionLease {
             live.addAll(renewed);
             part.stream().filter(l -> !renewed.contains(l.token())).forEach(wereHeld::add);
         }
-        boolean waited = false;
-        for (int from = 0; from < wereHeld.size(); from += 500) {
-            java.util.List<Lease> part = wereHeld.subList(from, Math.min(wereHeld.size(), from + 500));
-            if (!waited) {
-                try {
-                    live.addAll(renewWereHeld(via, part));
-                    continue;
-                } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
-                    waited = true;
-                    log.info(
-                            "{} lease rows locked past the renewal's lock wait; renewing them next round", part.size());
+        for (int i = 0; i < wereHeld.size(); i++) {
+            Lease lease = wereHeld.get(i);
+            try {
+                int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
+                expectAtMostOne(rows, "renewal");
+                if (rows == 1) {
+                    live.add(lease.token());
+                } // 0: stolen or expired, lost
+            } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
+                java.util.List<Lease> rest = wereHeld.subList(i, wereHeld.size());
+                log.info(
+                        "a lease row locked past the renewal's lock wait: of the {} leases left, this round renews "
+                                + "those whose row nobody holds",
+                        rest.size());
+                for (int from = 0; from < rest.size(); from += 500) {
+                    live.addAll(renewUnlocked(via, rest.subList(from, Math.min(rest.size(), from + 500))));
                 }
+                rest.forEach(l -> live.add(l.token()));
+                break;
             }
-            part.forEach(l -> live.add(l.token()));
         }
         return live;
-    }
-
-    /** The leases among {@code held} that are still ours and live, read without locking (after {@link #RENEW_ALL}). */
-    static final String STILL_OURS = """
-            SELECT s.lease_token FROM chat_session s
-             WHERE s.id IN (%s) AND s.lease_token IN (%s) AND\s""" + SessionRules.LEASE_UNEXPIRED;
-
-    /** {@link #RENEW_ALL} on rows others held a moment ago; @return the tokens it renewed */
-    private java.util.Set<String> renewWereHeld(JdbcTemplate via, java.util.List<Lease> part) {
-        String marks = String.join(",", java.util.Collections.nCopies(part.size(), "?"));
-        java.util.List<Object> args = new java.util.ArrayList<>();
-        part.forEach(l -> args.add(l.sessionId()));
-        part.forEach(l -> args.add(l.token()));
-        java.util.List<Object> renewArgs = new java.util.ArrayList<>();
-        renewArgs.add(micros(ttl));
-        renewArgs.addAll(args);
-        if (via.update(RENEW_ALL.formatted(marks, marks), renewArgs.toArray()) == part.size()) {
-            return part.stream().map(Lease::token).collect(java.util.stream.Collectors.toSet());
-        }
-        // some lease was lost (stolen or expired): the ones still ours and live are exactly those just renewed
-        return new java.util.HashSet<>(
-                via.queryForList(STILL_OURS.formatted(marks, marks), String.class, args.toArray()));
     }
 
     /** One transaction: lock the rows of {@code part} nobody else holds, renew them. @return their tokens */

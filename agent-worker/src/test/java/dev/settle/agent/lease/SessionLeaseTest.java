@@ -10,6 +10,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +19,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -320,6 +322,92 @@ class SessionLeaseTest {
                 leases.release(held.get(i));
             }
         }
+    }
+
+    /**
+     * A renewal that waits for a row another transaction holds (a POST, a turn's commit) holds no other session's row
+     * meanwhile: POSTs to the worker's other sessions would queue behind it for up to its lock wait (the chaos run with
+     * 200 users named the renewal's multi-row statement, waiting on one row with others locked, in a third of its slow
+     * POSTs). Two rows held; once one holder commits, that row is free again at once, while the other is still held.
+     */
+    @Test
+    void a_renewal_waiting_for_a_held_row_holds_no_other_sessions_row() throws Exception {
+        Heartbeats heartbeats = agent.bean(Heartbeats.class);
+        List<SessionLease.Lease> held = new ArrayList<>();
+        List<Heartbeats.Beat> beats = new ArrayList<>();
+        List<java.sql.Connection> blockers = new ArrayList<>();
+        try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
+            beatingLongLeases(2, heartbeats, held, beats);
+            for (SessionLease.Lease lease : held) { // each row held by a transaction of its own, as POSTs would
+                java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection();
+                blockers.add(blocker);
+                blocker.setAutoCommit(false);
+                try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                    st.setLong(1, lease.sessionId());
+                    st.executeQuery().close();
+                }
+            }
+            Future<?> renewal = pool.submit(heartbeats::renew);
+            // INNODB_TRX is a cache, refreshed only after 100 ms without reads: polled every 200 ms
+            await("a renewal waits for a held row")
+                    .atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(200))
+                    .until(() -> agent.count(
+                                    "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'")
+                            > 0);
+            blockers.getFirst().commit();
+            long longest = longestLocked(held.getFirst().sessionId(), Duration.ofMillis(1500));
+            assertTrue(
+                    longest < 300,
+                    "the first session's row, free of its holder, stayed locked " + longest
+                            + " ms at a stretch while the renewal waited for the second's");
+            renewal.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        } finally {
+            for (java.sql.Connection blocker : blockers) {
+                blocker.rollback();
+                blocker.close();
+            }
+            Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
+            for (int i = 0; i < held.size(); i++) {
+                beats.get(i).close();
+                leases.release(held.get(i));
+            }
+        }
+    }
+
+    /**
+     * Tries to lock the session's row without waiting ({@code NOWAIT}), every 10 ms for {@code during}: the longest
+     * time, in milliseconds, from a refusal to the next success.
+     */
+    private static long longestLocked(long session, Duration during)
+            throws java.sql.SQLException, InterruptedException {
+        long longest = 0;
+        long refusedSince = -1;
+        long end = System.nanoTime() + during.toNanos();
+        try (java.sql.Connection probe = agent.jdbc.getDataSource().getConnection()) {
+            probe.setAutoCommit(false);
+            while (System.nanoTime() < end) {
+                long now = System.nanoTime();
+                try (var st = probe.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE NOWAIT")) {
+                    st.setLong(1, session);
+                    st.executeQuery().close();
+                    if (refusedSince >= 0) {
+                        longest = Math.max(longest, (now - refusedSince) / 1_000_000);
+                        refusedSince = -1;
+                    }
+                } catch (java.sql.SQLException locked) {
+                    if (refusedSince < 0) {
+                        refusedSince = now;
+                    }
+                }
+                probe.rollback();
+                Thread.sleep(10); // the probe's sampling interval
+            }
+            if (refusedSince >= 0) {
+                longest = Math.max(longest, (System.nanoTime() - refusedSince) / 1_000_000);
+            }
+        }
+        return longest;
     }
 
     @Test
