@@ -141,28 +141,23 @@ public class SessionLease {
      * connections cannot starve the renewals) and returns the tokens that are still live.
      *
      * <ol>
-     *   <li>Per 500 leases, the rows nobody else holds are locked and renewed at once ({@link #renewUnlocked}).</li>
-     *   <li>The rows that were held, usually free again a moment later, are renewed one row per statement
-     *       ({@link #HEARTBEAT}, committing alone) on the pool's short lock wait: a statement waiting for its row holds
-     *       no other. One statement for all of them would lock each row as it got it and keep it while it waited for
-     *       the next, so the POSTs of the worker's other sessions would queue behind a row someone else holds.</li>
+     *   <li>Per 500 leases, the rows nobody else holds are locked and renewed at once ({@link #renewUnlocked}); then
+     *       once more for the rows that were held, most of them free again a moment later.</li>
+     *   <li>The rows held both times are renewed one row per statement ({@link #HEARTBEAT}, committing alone) on the
+     *       pool's short lock wait: a statement waiting for its row holds no other. One statement for all of them
+     *       would lock each row as it got it and keep it while it waited for the next, so the POSTs of the worker's
+     *       other sessions would queue behind a row someone else holds.</li>
      *   <li>A round waits for a lock at most once: once a statement timed out on a held row, the leases not yet
-     *       renewed are renewed only where nobody holds the row ({@link #renewUnlocked}), and the rest count as live
-     *       this round (they are not known to be lost); the next round tries again. A round that waited for each held
-     *       row in turn would last one lock wait per row while every other lease of the worker went unrenewed.</li>
+     *       renewed count as live this round (they are not known to be lost) and the next round tries again. A round
+     *       that waited for each held row in turn would last one lock wait per row while every other lease of the
+     *       worker went unrenewed.</li>
      * </ol>
      */
     public java.util.Set<String> renewAll(JdbcTemplate via, java.util.List<Lease> held) {
         java.util.Set<String> live = new java.util.HashSet<>();
-        java.util.List<Lease> wereHeld = new java.util.ArrayList<>();
-        for (int from = 0; from < held.size(); from += 500) {
-            java.util.List<Lease> part = held.subList(from, Math.min(held.size(), from + 500));
-            java.util.Set<String> renewed = renewUnlocked(via, part);
-            live.addAll(renewed);
-            part.stream().filter(l -> !renewed.contains(l.token())).forEach(wereHeld::add);
-        }
-        for (int i = 0; i < wereHeld.size(); i++) {
-            Lease lease = wereHeld.get(i);
+        java.util.List<Lease> stillHeld = renewFree(via, renewFree(via, held, live), live);
+        for (int i = 0; i < stillHeld.size(); i++) {
+            Lease lease = stillHeld.get(i);
             try {
                 int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
                 expectAtMostOne(rows, "renewal");
@@ -170,19 +165,30 @@ public class SessionLease {
                     live.add(lease.token());
                 } // 0: stolen or expired, lost
             } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
-                java.util.List<Lease> rest = wereHeld.subList(i, wereHeld.size());
-                log.info(
-                        "a lease row locked past the renewal's lock wait: of the {} leases left, this round renews "
-                                + "those whose row nobody holds",
-                        rest.size());
-                for (int from = 0; from < rest.size(); from += 500) {
-                    live.addAll(renewUnlocked(via, rest.subList(from, Math.min(rest.size(), from + 500))));
-                }
+                java.util.List<Lease> rest = stillHeld.subList(i, stillHeld.size());
+                log.info("{} lease rows locked past the renewal's lock wait; renewing them next round", rest.size());
                 rest.forEach(l -> live.add(l.token()));
                 break;
             }
         }
         return live;
+    }
+
+    /**
+     * {@link #renewUnlocked} per 500 of {@code leases}, adding the tokens it renewed to {@code live}.
+     *
+     * @return the leases it did not renew: their rows were held, or they are lost
+     */
+    private java.util.List<Lease> renewFree(
+            JdbcTemplate via, java.util.List<Lease> leases, java.util.Set<String> live) {
+        java.util.List<Lease> notRenewed = new java.util.ArrayList<>();
+        for (int from = 0; from < leases.size(); from += 500) {
+            java.util.List<Lease> part = leases.subList(from, Math.min(leases.size(), from + 500));
+            java.util.Set<String> renewed = renewUnlocked(via, part);
+            live.addAll(renewed);
+            part.stream().filter(l -> !renewed.contains(l.token())).forEach(notRenewed::add);
+        }
+        return notRenewed;
     }
 
     /** One transaction: lock the rows of {@code part} nobody else holds, renew them. @return their tokens */
