@@ -379,6 +379,23 @@ class ChaosRunTest {
                 .append(" / ")
                 .append(checker.slowestJudgedPost)
                 .append(" |\n");
+        List<String> slowDuringOutages = faults.slowPostsDuringOutages(w.postTimes, witness);
+        sb.append("| over the bounds: judged POSTs over ")
+                .append(HistoryChecker.POST_LIMIT.toMillis())
+                .append(" ms / POSTs during outages over ")
+                .append(ChaosFaults.OUTAGE_POST_LIMIT.toMillis())
+                .append(" ms / takeovers over TTL + 2 s | ")
+                .append(checker.slowJudgedPosts)
+                .append(String.format(
+                        " (%.1f %%)",
+                        checker.postsJudged == 0 ? 0.0 : 100.0 * checker.slowJudgedPosts / checker.postsJudged))
+                .append(" / ")
+                .append(slowDuringOutages.size())
+                .append(" / ")
+                .append(checker.slowTakeovers)
+                .append(" of ")
+                .append(checker.takeoverMillis.size())
+                .append(" |\n");
         sb.append("| agent instances hit, kills / freezes per instance | ");
         for (int i = 0; i < faults.hits.length; i++) {
             sb.append(i == 0 ? "" : ", ")
@@ -390,7 +407,7 @@ class ChaosRunTest {
         }
         sb.append(" |\n");
         sb.append(witness.rows(faults, origin));
-        List<String> slow = faults.slowPostsDuringOutages(w.postTimes, witness);
+        List<String> slow = slowDuringOutages;
         sb.append("| violations | ")
                 .append(checker.violations.size() + faults.violations.size() + slow.size())
                 .append(" |\n");

@@ -294,6 +294,7 @@ final class HistoryChecker {
                             .toMillis());
                 }
                 if (ms > ttl.plusSeconds(2).toMillis()) {
+                    slowTakeovers++;
                     violations.add("session " + lease.getKey() + ": taken over " + ms
                             + " ms after the kill at " + kill.at() + " (limit TTL + 2 s)"
                             + (expiry == null
@@ -322,6 +323,10 @@ final class HistoryChecker {
 
     /** POSTs judged by {@link #checkPostLatency}, and the slowest of them (ms). */
     long postsJudged;
+    /** Judged POSTs answered after {@link #POST_LIMIT}; takeovers later than TTL + 2 s. */
+    long slowJudgedPosts;
+
+    long slowTakeovers;
 
     long slowestJudgedPost;
 
@@ -349,6 +354,7 @@ final class HistoryChecker {
             postsJudged++;
             slowestJudgedPost = Math.max(slowestJudgedPost, p.millis());
             if (p.millis() > POST_LIMIT.toMillis()) {
+                slowJudgedPosts++;
                 List<String> during = faults.faultsDuring(p, origin);
                 violations.add(p.sessionId() + ": a POST started " + (p.startNanos() - origin) / 1_000_000
                         + " ms into the run, outside any broker outage, answered " + p.status() + " after " + p.millis()
