@@ -104,7 +104,8 @@ final class ChaosClients implements AutoCloseable {
         }
         ChaosWorkload.Results r = outcome.results();
         if (r.failure() != null) {
-            throw new AssertionError(r.failure() + "\n" + settle.sessionState(r.failedSession()));
+            throw new AssertionError(
+                    r.failure() + (r.failedSession() == null ? "" : "\n" + settle.sessionState(r.failedSession())));
         }
         return ChaosWorkload.of(r);
     }
@@ -144,15 +145,17 @@ final class ChaosClients implements AutoCloseable {
         long go = System.nanoTime();
         ChaosWorkload workload = new ChaosWorkload(api, window);
         String failure = null;
+        String failedSession = null;
         try {
             workload.run(sessions, bursts, seed);
         } catch (Exception | AssertionError e) {
             Throwable cause =
                     e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
             failure = cause.toString();
+            failedSession = cause instanceof ChaosWorkload.Refused refused ? refused.sessionId : null;
             cause.printStackTrace(System.out);
         }
-        Files.writeString(out, JSON.writeValueAsString(new Outcome(go, workload.results(failure))));
+        Files.writeString(out, JSON.writeValueAsString(new Outcome(go, workload.results(failure, failedSession))));
         System.exit(0);
     }
 

@@ -82,7 +82,6 @@ final class ChaosWorkload {
     private final AtomicInteger amounts = new AtomicInteger(1000);
     private final Api api;
     private final Duration window;
-    private volatile String failedSession;
 
     ChaosWorkload(Api api, Duration window) {
         this.api = api;
@@ -100,8 +99,18 @@ final class ChaosWorkload {
         return w;
     }
 
-    /** What the run left, {@code failure} its first failed POST's error (null: none). */
-    Results results(String failure) {
+    /** A POST the client could not get accepted, with its session. */
+    static final class Refused extends AssertionError {
+        final String sessionId;
+
+        Refused(String sessionId, String message) {
+            super(message);
+            this.sessionId = sessionId;
+        }
+    }
+
+    /** What the run left; {@code failure}: the error that ended it (null: none), {@code failedSession} its session. */
+    Results results(String failure, String failedSession) {
         Map<String, Integer> counts = new java.util.TreeMap<>();
         counters().forEach((name, counter) -> counts.put(name, counter.get()));
         synchronized (postTimes) {
@@ -112,7 +121,7 @@ final class ChaosWorkload {
                     counts,
                     List.copyOf(postTimes),
                     failure,
-                    failure == null ? null : failedSession);
+                    failedSession);
         }
     }
 
@@ -230,8 +239,7 @@ final class ChaosWorkload {
             r = timedPost(s, text, idempotencyKey);
         }
         if (r.status() != 202) {
-            failedSession = s;
-            throw new AssertionError("POST " + s + " answered " + r.status() + ": " + r.body());
+            throw new Refused(s, "POST " + s + " answered " + r.status() + ": " + r.body());
         }
         Accepted a = new Accepted(
                 s, r.json().get("version").asLong(), r.json().get("messageId").asString(), text);
