@@ -286,15 +286,7 @@ class SessionLeaseTest {
         List<java.sql.Connection> blockers = new ArrayList<>();
         try {
             String ids = beatingLongLeases(20, heartbeats, held, beats);
-            for (int i = 0; i < busy; i++) { // each row held by a transaction of its own, as POSTs would
-                java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection();
-                blockers.add(blocker);
-                blocker.setAutoCommit(false);
-                try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
-                    st.setLong(1, held.get(i).sessionId());
-                    st.executeQuery().close();
-                }
-            }
+            holdRows(held.subList(0, busy), blockers);
             long started = System.nanoTime();
             try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
                 pool.submit(heartbeats::renew).get(60, java.util.concurrent.TimeUnit.SECONDS);
@@ -312,15 +304,7 @@ class SessionLeaseTest {
                 assertTrue(beats.get(i).alive(), "a lease whose row was held is not lost for it (" + i + ")");
             }
         } finally {
-            for (java.sql.Connection blocker : blockers) {
-                blocker.rollback();
-                blocker.close();
-            }
-            Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
-            for (int i = 0; i < held.size(); i++) {
-                beats.get(i).close();
-                leases.release(held.get(i));
-            }
+            endAll(blockers, held, beats);
         }
     }
 
@@ -338,15 +322,7 @@ class SessionLeaseTest {
         List<java.sql.Connection> blockers = new ArrayList<>();
         try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
             beatingLongLeases(2, heartbeats, held, beats);
-            for (SessionLease.Lease lease : held) { // each row held by a transaction of its own, as POSTs would
-                java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection();
-                blockers.add(blocker);
-                blocker.setAutoCommit(false);
-                try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
-                    st.setLong(1, lease.sessionId());
-                    st.executeQuery().close();
-                }
-            }
+            holdRows(held, blockers);
             Future<?> renewal = pool.submit(heartbeats::renew);
             // INNODB_TRX is a cache, refreshed only after 100 ms without reads: polled every 200 ms
             await("a renewal waits for a held row")
@@ -363,15 +339,36 @@ class SessionLeaseTest {
                             + " ms at a stretch while the renewal waited for the second's");
             renewal.get(10, java.util.concurrent.TimeUnit.SECONDS);
         } finally {
-            for (java.sql.Connection blocker : blockers) {
-                blocker.rollback();
-                blocker.close();
+            endAll(blockers, held, beats);
+        }
+    }
+
+    /** Each lease's session row locked by a transaction of its own, as POSTs would hold them; added to blockers. */
+    private static void holdRows(List<SessionLease.Lease> rows, List<java.sql.Connection> blockers)
+            throws java.sql.SQLException {
+        for (SessionLease.Lease lease : rows) {
+            java.sql.Connection blocker = agent.jdbc.getDataSource().getConnection();
+            blockers.add(blocker);
+            blocker.setAutoCommit(false);
+            try (var st = blocker.prepareStatement("SELECT id FROM chat_session WHERE id = ? FOR UPDATE")) {
+                st.setLong(1, lease.sessionId());
+                st.executeQuery().close();
             }
-            Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
-            for (int i = 0; i < held.size(); i++) {
-                beats.get(i).close();
-                leases.release(held.get(i));
-            }
+        }
+    }
+
+    /** Rolls the blockers back and closes them, ends the beats and releases the leases. */
+    private static void endAll(
+            List<java.sql.Connection> blockers, List<SessionLease.Lease> held, List<Heartbeats.Beat> beats)
+            throws java.sql.SQLException {
+        for (java.sql.Connection blocker : blockers) {
+            blocker.rollback();
+            blocker.close();
+        }
+        Thread.interrupted(); // a beat lost on a loaded machine interrupts this (its worker) thread
+        for (int i = 0; i < held.size(); i++) {
+            beats.get(i).close();
+            leases.release(held.get(i));
         }
     }
 
