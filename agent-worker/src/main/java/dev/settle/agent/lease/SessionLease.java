@@ -131,7 +131,12 @@ public class SessionLease {
 
     /** @return false when the lease is lost: the holder must stop and write nothing more */
     public boolean heartbeat(Lease lease) {
-        int rows = jdbc.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
+        return heartbeat(jdbc, lease);
+    }
+
+    /** {@link #HEARTBEAT} through {@code via}, committing alone. @return false when the lease is lost */
+    private boolean heartbeat(JdbcTemplate via, Lease lease) {
+        int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
         expectAtMostOne(rows, "heartbeat");
         return rows == 1;
     }
@@ -159,11 +164,9 @@ public class SessionLease {
         for (int i = 0; i < stillHeld.size(); i++) {
             Lease lease = stillHeld.get(i);
             try {
-                int rows = via.update(HEARTBEAT, micros(ttl), lease.sessionId(), lease.token());
-                expectAtMostOne(rows, "renewal");
-                if (rows == 1) {
+                if (heartbeat(via, lease)) {
                     live.add(lease.token());
-                } // 0: stolen or expired, lost
+                } // else stolen or expired: lost
             } catch (org.springframework.dao.PessimisticLockingFailureException busy) {
                 java.util.List<Lease> rest = stillHeld.subList(i, stillHeld.size());
                 log.info("{} lease rows locked past the renewal's lock wait; renewing them next round", rest.size());
